@@ -1,0 +1,94 @@
+import type { Clock } from './clock.js';
+import {
+  NO_OP_GRANT,
+  type Grant,
+  type LimitScope,
+  type RateLimiter,
+  type RateLimitRefusal,
+} from './types.js';
+
+/** Config shape of `rate_limit` (spec 2.3). */
+export interface RateLimitParams {
+  readonly requests_per_second: number;
+  readonly burst_size: number;
+}
+
+export interface LimitSubject {
+  readonly scope: LimitScope;
+  /** Key definition name, alias or provider name: what the log line names. */
+  readonly subject: string;
+}
+
+/**
+ * Floating-point slack when comparing against one whole token: without it, `rps = 3` would refill
+ * 0.9999999999 tokens after exactly 1/3 s and refuse a request that is on time. The slack lets at
+ * most one extra request through per ~1e9 requests, far below any observable rate.
+ */
+const EPSILON = 1e-9;
+
+/**
+ * Token bucket with continuous (fractional) refill: capacity `burst_size`, refill
+ * `requests_per_second`, starts full. Each call does constant-time arithmetic against the clock;
+ * there are no timers, so an idle bucket costs nothing.
+ */
+export class TokenBucket implements RateLimiter {
+  readonly params: RateLimitParams;
+  readonly #clock: Clock;
+  readonly #capacity: number;
+  readonly #perMs: number;
+  readonly #refusal: RateLimitRefusal;
+  #tokens: number;
+  #last: number;
+
+  /**
+   * @param initialTokens level to start from instead of full; a reload that changes the parameters
+   *   seeds the new bucket with the old level so it cannot hand out a fresh burst.
+   */
+  constructor(params: RateLimitParams, subject: LimitSubject, clock: Clock, initialTokens?: number) {
+    this.params = params;
+    this.#clock = clock;
+    this.#capacity = Math.max(0, params.burst_size);
+    this.#perMs = Math.max(0, params.requests_per_second) / 1000;
+    this.#tokens = Math.min(this.#capacity, Math.max(0, initialTokens ?? this.#capacity));
+    this.#last = clock.now();
+    this.#refusal = Object.freeze({
+      ok: false as const,
+      kind: 'rate_limit' as const,
+      scope: subject.scope,
+      subject: subject.subject,
+      status: 429 as const,
+      code: 'rate_limit',
+      type: 'rate_limit_error',
+      retryAfterSeconds: undefined,
+      message: 'Rate limit exceeded',
+    });
+  }
+
+  /** Takes one token if available. */
+  tryTake(): boolean {
+    this.#refill();
+    if (this.#tokens + EPSILON < 1) return false;
+    this.#tokens = Math.max(0, this.#tokens - 1);
+    return true;
+  }
+
+  acquire(): Grant | RateLimitRefusal {
+    return this.tryTake() ? NO_OP_GRANT : this.#refusal;
+  }
+
+  /** Tokens available now (fractional). */
+  available(): number {
+    this.#refill();
+    return this.#tokens;
+  }
+
+  #refill(): void {
+    const now = this.#clock.now();
+    const elapsed = now - this.#last;
+    // A clock that does not move (or a fake one moved backwards) adds nothing.
+    if (elapsed > 0) {
+      this.#last = now;
+      this.#tokens = Math.min(this.#capacity, this.#tokens + elapsed * this.#perMs);
+    }
+  }
+}
