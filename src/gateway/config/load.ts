@@ -1,0 +1,257 @@
+/**
+ * Reading the configuration file: JSON or YAML, the bare config or its CRD-style envelope. Bad input
+ * of any kind (unreadable file, invalid UTF-8, syntax error, schema violation) comes back as issues,
+ * never as an exception, because a hot reload must be able to reject a file and keep serving.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import type { z } from 'zod';
+import { collectIssues, configErrorMap, formatPath, type ConfigIssue, type PathSegment } from './issues.js';
+import { GatewayConfigEnvelopeSchema, GatewayConfigSchema, type GatewayConfig } from './schema.js';
+
+export type ConfigResult =
+  { ok: true; config: GatewayConfig; hash: string } | { ok: false; issues: ConfigIssue[] };
+
+type Format = 'json' | 'yaml';
+
+/** Top-level keys that mark the envelope; the bare config has none of them. */
+const ENVELOPE_KEYS = ['apiVersion', 'kind', 'spec'];
+
+/** Aliases may repeat a node this often; beyond it a small file could expand into a huge value. */
+const MAX_YAML_ALIAS_COUNT = 100;
+
+export function sha256Hex(bytes: string | Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function formatOf(source: string): Format | undefined {
+  const ext = extname(source).toLowerCase();
+  if (ext === '.json') return 'json';
+  if (ext === '.yaml' || ext === '.yml') return 'yaml';
+  return undefined;
+}
+
+interface Parsed {
+  value: unknown;
+  /** The YAML view of the text, used to find the line of a validation issue. */
+  document: Document | undefined;
+  lineCounter: LineCounter;
+}
+
+type ParseOutcome = { ok: true; parsed: Parsed } | { ok: false; issues: ConfigIssue[] };
+
+function position(lineCounter: LineCounter, offset: number): { line: number; column: number } {
+  const { line, col } = lineCounter.linePos(offset);
+  // LineCounter reports line 0 before the first newline was seen (single-line input).
+  return { line: Math.max(line, 1), column: col };
+}
+
+function yamlDocument(text: string): { document: Document; lineCounter: LineCounter } {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
+  return { document, lineCounter };
+}
+
+function syntaxIssue(format: Format, message: string, at: { line: number; column: number }): ConfigIssue {
+  const label = format === 'json' ? 'JSON' : 'YAML';
+  return {
+    path: '$',
+    message: `${label} syntax error at line ${at.line}, column ${at.column}: ${message}`,
+    ...at,
+  };
+}
+
+function parseYaml(text: string): ParseOutcome {
+  const { document, lineCounter } = yamlDocument(text);
+  if (document.errors.length > 0)
+    return {
+      ok: false,
+      issues: document.errors.map((error) =>
+        syntaxIssue(
+          'yaml',
+          error.code === 'MULTIPLE_DOCS' ? 'the file must hold a single YAML document' : error.message,
+          position(lineCounter, error.pos[0]),
+        ),
+      ),
+    };
+  try {
+    return {
+      ok: true,
+      parsed: { value: document.toJS({ maxAliasCount: MAX_YAML_ALIAS_COUNT }), document, lineCounter },
+    };
+  } catch (error) {
+    // toJS throws on alias bombs and unresolvable aliases; the document itself parsed.
+    const message = error instanceof Error ? error.message : String(error);
+    return { ok: false, issues: [{ path: '$', message: `YAML error: ${message}` }] };
+  }
+}
+
+function offsetPosition(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const lineStart = before.lastIndexOf('\n') + 1;
+  return { line: before.split('\n').length, column: offset - lineStart + 1 };
+}
+
+/** Offset of a JSON.parse failure, read from V8's message ("... at position 12 ..."). */
+function jsonErrorOffset(message: string, text: string): number {
+  const match = /at position (\d+)/.exec(message);
+  return match ? Number(match[1]) : text.length;
+}
+
+function parseJson(text: string): ParseOutcome {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const raw = error instanceof Error ? error.message : String(error);
+    const message = raw.replace(/\s*(in JSON )?at position \d+( \(line \d+ column \d+\))?/, '');
+    return {
+      ok: false,
+      issues: [syntaxIssue('json', message, offsetPosition(text, jsonErrorOffset(raw, text)))],
+    };
+  }
+  // JSON.parse keeps the last of two equal keys without a word; the YAML reading of the same text
+  // notices them (and gives the lines for validation issues).
+  const { document, lineCounter } = yamlDocument(text);
+  const duplicates = document.errors.filter((error) => error.code === 'DUPLICATE_KEY');
+  if (duplicates.length > 0)
+    return {
+      ok: false,
+      issues: duplicates.map((error) =>
+        syntaxIssue('json', error.message, position(lineCounter, error.pos[0])),
+      ),
+    };
+  return {
+    ok: true,
+    parsed: { value, document: document.errors.length === 0 ? document : undefined, lineCounter },
+  };
+}
+
+function parseText(text: string, format: Format | undefined): ParseOutcome {
+  if (format === 'json') return parseJson(text);
+  if (format === 'yaml') return parseYaml(text);
+  // Unknown extension: JSON first (stricter), then YAML. When both fail, the error of the format the
+  // text looks like is the useful one.
+  const json = parseJson(text);
+  if (json.ok) return json;
+  const yaml = parseYaml(text);
+  if (yaml.ok) return yaml;
+  return /^\s*[{[]/.test(text) ? json : yaml;
+}
+
+/** Source position of the node at `segments` (the key for a map entry), or of its deepest ancestor. */
+function locate(
+  parsed: Parsed,
+  segments: readonly PathSegment[],
+): { line: number; column: number } | undefined {
+  const document = parsed.document;
+  if (document === undefined) return undefined;
+  let node: unknown = document.contents;
+  let offset: number | undefined = (node as { range?: [number, number, number] } | null)?.range?.[0];
+  for (const segment of segments) {
+    if (isMap(node)) {
+      const pair = node.items.find(
+        (item) => isScalar(item.key) && String(item.key.value) === String(segment),
+      );
+      if (pair === undefined) break;
+      offset = (pair.key as { range?: [number, number, number] }).range?.[0] ?? offset;
+      node = pair.value;
+    } else if (isSeq(node) && typeof segment === 'number') {
+      const item: unknown = node.items[segment];
+      if (item === undefined) break;
+      offset = (item as { range?: [number, number, number] }).range?.[0] ?? offset;
+      node = item;
+    } else break;
+  }
+  return offset === undefined ? undefined : position(parsed.lineCounter, offset);
+}
+
+function isEnvelope(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    ENVELOPE_KEYS.some((key) => Object.hasOwn(value, key))
+  );
+}
+
+function validate(parsed: Parsed, hash: string): ConfigResult {
+  const value = parsed.value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const got =
+      value === null ? 'an empty document' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+    return {
+      ok: false,
+      issues: [
+        {
+          path: '$',
+          message: `the configuration must be an object (the bare config or its envelope), got ${got}`,
+        },
+      ],
+    };
+  }
+  const envelope = isEnvelope(value);
+  const schema: z.ZodType = envelope ? GatewayConfigEnvelopeSchema : GatewayConfigSchema;
+  const result = schema.safeParse(value, { error: configErrorMap });
+  if (result.success) {
+    const config = envelope
+      ? (result.data as z.output<typeof GatewayConfigEnvelopeSchema>).spec
+      : (result.data as GatewayConfig);
+    return { ok: true, config, hash };
+  }
+  const issues = collectIssues(result.error.issues, schema).map((issue) => ({
+    path: formatPath(issue.segments),
+    message: issue.message,
+    ...locate(parsed, issue.segments),
+  }));
+  return { ok: false, issues };
+}
+
+function parseDecoded(text: string, source: string, hash: string): ConfigResult {
+  // A UTF-8 byte order mark is not part of either syntax; the hash still covers the raw bytes.
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  const outcome = parseText(body, formatOf(source));
+  return outcome.ok ? validate(outcome.parsed, hash) : outcome;
+}
+
+/**
+ * Parses and validates configuration text. `source` is the file name: its extension picks the
+ * syntax (`.json`, `.yaml`/`.yml`; anything else tries JSON, then YAML). The hash is the sha256 of
+ * the text's UTF-8 bytes, equal to the hash of the file it was read from.
+ */
+export function parseConfigText(text: string, source: string): ConfigResult {
+  return parseDecoded(text, source, sha256Hex(Buffer.from(text, 'utf8')));
+}
+
+/** Reads, parses and validates a configuration file. I/O and encoding errors are issues at `$`. */
+export async function loadConfigFile(path: string): Promise<ConfigResult> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EISDIR'
+          ? 'it is a directory'
+          : code === 'EACCES'
+            ? 'permission denied'
+            : error instanceof Error
+              ? error.message
+              : String(error);
+    return { ok: false, issues: [{ path: '$', message: `cannot read ${path}: ${reason}` }] };
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return {
+      ok: false,
+      issues: [{ path: '$', message: `cannot read ${path}: the file is not valid UTF-8` }],
+    };
+  }
+  return parseDecoded(text, path, sha256Hex(bytes));
+}
