@@ -91,7 +91,8 @@ const TARGET_PATH_PATTERN = /^(\/([^~/]|~[01])+)+$/;
 /** Segments that would reach an object prototype when a write is applied with plain assignment. */
 const FORBIDDEN_PATH_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype']);
 /** An alias is sent as a model name and used as a metric label: no whitespace or control characters. */
-const ALIAS_PATTERN = /^[^\s\p{Cc}]+$/u;
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+const ALIAS_PATTERN = /^[^\s\u0000-\u001f\u007f]+$/;
 
 const list = (items: readonly (string | number)[]): string => items.map((i) => `\`${i}\``).join(', ');
 
@@ -160,9 +161,10 @@ const StatusMatcherSchema = z
     ],
   });
 
-const ErrorStatusSchema = z.int().refine((v) => v >= 400 && v <= 599, {
-  error: 'must be an HTTP error status code (400-599)',
-});
+const ErrorStatusSchema = z
+  .int()
+  .refine((v) => v >= 400 && v <= 599, { error: 'must be an HTTP error status code (400-599)' })
+  .meta({ minimum: 400, maximum: 599 });
 
 export const EffortSchema = z.enum(EFFORTS);
 
@@ -319,6 +321,7 @@ export const ReasoningSurfaceSchema = z
       ),
     unsupported_efforts: z
       .array(EffortSchema)
+      .meta({ uniqueItems: true })
       .describe(
         'Efforts this upstream cannot serve; a request asking for one is refused with 400 `unsupported_reasoning_effort`. Together with the mapped efforts it names all seven efforts exactly once.',
       ),
@@ -421,11 +424,8 @@ export const ReasoningTranslationSchema = z
 // Fallback and the share controller (spec 2.5, 3.1)
 // ---------------------------------------------------------------------------------------------
 
-const aimdDefaultNote = (field: keyof AimdParameters): string => {
-  const value = AIMD_DEFAULTS[field];
-  return `Default ${Array.isArray(value) ? JSON.stringify(value) : String(value)}.`;
-};
-
+// AIMD fields carry their default as documentation only (`meta`, not `.default()`): the parsed config
+// keeps "not set" distinguishable from "set to the default value".
 export const AimdOverridesSchema = z
   .strictObject({
     latency_budget_ms: z
@@ -433,83 +433,77 @@ export const AimdOverridesSchema = z
       .min(1)
       .optional()
       .describe(
-        `First-token latency in milliseconds above which an attempt on the preferred provider counts as a breach. ${aimdDefaultNote('latency_budget_ms')}`,
-      ),
+        `First-token latency in milliseconds above which an attempt on the preferred provider counts as a breach.`,
+      )
+      .meta({ default: AIMD_DEFAULTS.latency_budget_ms }),
     breach_rate_target: z
       .number()
       .min(0)
       .max(1)
       .optional()
-      .describe(
-        `Breach rate (0-1) above which the share decreases. ${aimdDefaultNote('breach_rate_target')}`,
-      ),
+      .describe(`Breach rate (0-1) above which the share decreases.`)
+      .meta({ default: AIMD_DEFAULTS.breach_rate_target }),
     recovery_breach_rate: z
       .number()
       .min(0)
       .max(1)
       .optional()
-      .describe(
-        `Breach rate (0-1) at or below which the share may increase; at most \`breach_rate_target\`. ${aimdDefaultNote('recovery_breach_rate')}`,
-      ),
+      .describe(`Breach rate (0-1) at or below which the share may increase; at most \`breach_rate_target\`.`)
+      .meta({ default: AIMD_DEFAULTS.recovery_breach_rate }),
     window_samples: z
       .int()
       .min(1)
       .optional()
-      .describe(
-        `Completed outcomes over which the breach rate is measured. ${aimdDefaultNote('window_samples')}`,
-      ),
+      .describe(`Completed outcomes over which the breach rate is measured.`)
+      .meta({ default: AIMD_DEFAULTS.window_samples }),
     min_samples: z
       .int()
       .min(1)
       .optional()
-      .describe(
-        `Completed outcomes needed before a latency-driven decision; at most \`window_samples\`. ${aimdDefaultNote('min_samples')}`,
-      ),
+      .describe(`Completed outcomes needed before a latency-driven decision; at most \`window_samples\`.`)
+      .meta({ default: AIMD_DEFAULTS.min_samples }),
     share_step: z
       .number()
       .gt(0)
       .max(1)
       .optional()
-      .describe(
-        `Additive share increase per healthy dwell or idle interval (0 < step <= 1). ${aimdDefaultNote('share_step')}`,
-      ),
+      .describe(`Additive share increase per healthy dwell or idle interval (0 < step <= 1).`)
+      .meta({ default: AIMD_DEFAULTS.share_step }),
     share_decay: z
       .number()
       .gt(0)
       .lt(1)
       .optional()
-      .describe(
-        `Multiplicative decrease factor applied when the breach rate is exceeded (0 < decay < 1). ${aimdDefaultNote('share_decay')}`,
-      ),
+      .describe(`Multiplicative decrease factor applied when the breach rate is exceeded (0 < decay < 1).`)
+      .meta({ default: AIMD_DEFAULTS.share_decay }),
     share_floor: z
       .number()
       .gt(0)
       .max(1)
       .optional()
-      .describe(
-        `Minimum share kept so the preferred provider stays measured (0 < floor <= 1). ${aimdDefaultNote('share_floor')}`,
-      ),
+      .describe(`Minimum share kept so the preferred provider stays measured (0 < floor <= 1).`)
+      .meta({ default: AIMD_DEFAULTS.share_floor }),
     dwell_ms: z
       .int()
       .min(0)
       .optional()
-      .describe(
-        `Minimum milliseconds between adjustments, and healthy time required before an increase. ${aimdDefaultNote('dwell_ms')}`,
-      ),
+      .describe(`Minimum milliseconds between adjustments, and healthy time required before an increase.`)
+      .meta({ default: AIMD_DEFAULTS.dwell_ms }),
     idle_recovery_ms: z
       .int()
       .min(0)
       .optional()
       .describe(
-        `Interval in milliseconds that earns one increase step while too few samples exist to judge; 0 disables. ${aimdDefaultNote('idle_recovery_ms')}`,
-      ),
+        `Interval in milliseconds that earns one increase step while too few samples exist to judge; 0 disables.`,
+      )
+      .meta({ default: AIMD_DEFAULTS.idle_recovery_ms }),
     overload_statuses: z
       .array(ErrorStatusSchema)
       .superRefine(uniqueItems('status'))
+      .meta({ uniqueItems: true })
       .optional()
-      .describe(
-        `Upstream error statuses (400-599) from the preferred provider that count as breaches. ${aimdDefaultNote('overload_statuses')}`,
-      ),
+      .describe(`Upstream error statuses (400-599) from the preferred provider that count as breaches.`)
+      .meta({ default: AIMD_DEFAULTS.overload_statuses }),
   })
   .superRefine((overrides, ctx) => {
     // Relations hold between effective values, so an override is checked against the other field's
@@ -550,6 +544,7 @@ export const FallbackSchema = z
     on_status: z
       .array(StatusMatcherSchema)
       .superRefine(uniqueItems('status'))
+      .meta({ uniqueItems: true })
       .default([])
       .describe(
         'Upstream response statuses that move on to the next provider. Entries are full codes (100-599) or prefix wildcards: one digit (`5` = any 5xx) or two digits (`50` = 500-509). Empty: no status triggers failover.',
@@ -730,8 +725,10 @@ const TargetObjectSchema = z.strictObject({
   strategy: z
     .enum(STRATEGIES)
     .optional()
+    // Documented, not applied: a single-provider target must be able to leave it out.
+    .meta({ default: DEFAULT_STRATEGY })
     .describe(
-      'How a pool picks the provider of the first attempt: `weighted_random` (default) picks at random in proportion to `weight`; `priority` prefers the first entry and tries the others in order. Pools only.',
+      'How a pool picks the provider of the first attempt: `weighted_random` picks at random in proportion to `weight`; `priority` prefers the first entry and tries the others in order. Pools only.',
     ),
   fallback: FallbackSchema.optional().describe(
     'Retry and failover across the providers. Pools only. Absent: a single attempt per request.',
@@ -760,6 +757,19 @@ const TargetObjectSchema = z.strictObject({
 export const TargetSchema = TargetObjectSchema.superRefine((target, ctx) => checkTarget(target, ctx)).meta({
   id: 'Target',
   title: 'Target',
+  // The two forms of a target, for editors; `checkTarget` gives the precise messages.
+  anyOf: [
+    {
+      title: 'Single-provider target',
+      required: ['url'],
+      not: { anyOf: [{ required: ['providers'] }, { required: ['strategy'] }, { required: ['fallback'] }] },
+    },
+    {
+      title: 'Pool',
+      required: ['providers'],
+      not: { anyOf: [{ required: ['url'] }, { required: ['propagate_trace_context'] }] },
+    },
+  ],
   description:
     'What a model alias routes to: a single-provider target (`url`) or a pool (`providers`), with its authentication, limits and response handling.',
 });
@@ -837,6 +847,7 @@ export const GatewayConfigSchema = z
         }),
       )
       .superRefine(uniqueItems('parameter'))
+      .meta({ uniqueItems: true })
       .default([])
       .describe(
         'Unsupported-parameter catalog names that make strict mode reject a chat-completions request carrying them (400 `unsupported_parameter`). Empty: observe only (matches are counted and logged). A name outside the catalog is an error.',

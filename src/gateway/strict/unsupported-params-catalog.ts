@@ -13,7 +13,7 @@
 export type AbsentRule = readonly (string | number | boolean)[] | ((value: unknown) => boolean);
 
 /** An empty array or object asks for nothing, so it counts as absent for list and map parameters. */
-const emptyCollection = (value: unknown): boolean =>
+export const isEmptyCollection = (value: unknown): boolean =>
   (Array.isArray(value) && value.length === 0) ||
   (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0);
 
@@ -28,11 +28,11 @@ export const UNSUPPORTED_PARAMS_CATALOG = {
   // Guided (structured) decoding extensions.
   guided_json: [],
   guided_regex: [],
-  guided_choice: emptyCollection,
+  guided_choice: isEmptyCollection,
   guided_grammar: [],
   guided_decoding_backend: [],
   guided_whitespace_pattern: [],
-  structured_outputs: emptyCollection,
+  structured_outputs: isEmptyCollection,
   // Sampling extensions; the listed value is the engine's neutral default.
   min_tokens: [0],
   repetition_penalty: [1],
@@ -41,9 +41,9 @@ export const UNSUPPORTED_PARAMS_CATALOG = {
   use_beam_search: [false],
   length_penalty: [1],
   ignore_eos: [false],
-  stop_token_ids: emptyCollection,
-  bad_words: emptyCollection,
-  allowed_token_ids: emptyCollection,
+  stop_token_ids: isEmptyCollection,
+  bad_words: isEmptyCollection,
+  allowed_token_ids: isEmptyCollection,
   include_stop_str_in_output: [false],
   // Tokenizer and prompt-template controls.
   skip_special_tokens: [true],
@@ -53,7 +53,7 @@ export const UNSUPPORTED_PARAMS_CATALOG = {
   continue_final_message: [false],
   add_special_tokens: [false],
   chat_template: [],
-  mm_processor_kwargs: emptyCollection,
+  mm_processor_kwargs: isEmptyCollection,
   return_tokens_as_token_ids: [false],
   // Scheduling hints.
   priority: [0],
