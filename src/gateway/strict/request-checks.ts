@@ -1,0 +1,75 @@
+import type { ErrorBody } from '../../lib/errors.js';
+import type { UnsupportedParamName } from './unsupported-params-catalog.js';
+import { checkUnsupportedParams, type UnsupportedParamMatch } from './unsupported-params.js';
+import { validateRequest, type StrictEndpoint, type StrictRequestBodies } from './validate-request.js';
+
+/**
+ * The strict request checks in the order of spec 4.4 rule 6: schema validation, the
+ * unsupported-parameter check (chat completions only, 4.7), reasoning validation. The first failure
+ * answers; later checks do not run.
+ */
+
+/** A rejection of any strict request check; `code` is the `gateway_rejections_total` label. */
+export interface StrictRequestRejection {
+  readonly ok: false;
+  readonly status: number;
+  readonly code: string;
+  readonly error: ErrorBody;
+}
+
+/**
+ * Seam for reasoning validation (spec 2.6; its own issue): called last, with a body that passed the
+ * schema and the unsupported-parameter check. Returns a rejection (400 or 422 per 2.6 rule 5) or
+ * null to let the request through.
+ */
+export type ReasoningCheck = <E extends StrictEndpoint>(
+  endpoint: E,
+  body: StrictRequestBodies[E],
+) => StrictRequestRejection | null;
+
+export interface StrictRequestCheckOptions {
+  /** Root `reject_unsupported_params` of the configuration (the request's runtime table). */
+  readonly rejectUnsupportedParams: ReadonlySet<UnsupportedParamName> | readonly UnsupportedParamName[];
+  readonly checkReasoning?: ReasoningCheck;
+}
+
+export type StrictCheckStage = 'schema' | 'unsupported_params' | 'reasoning';
+
+export type StrictRequestChecks<E extends StrictEndpoint> =
+  | {
+      readonly ok: true;
+      readonly body: StrictRequestBodies[E];
+      /** For `gateway_unsupported_params_total` (action `logged`) and the info log. */
+      readonly unsupportedParams: readonly UnsupportedParamMatch[];
+    }
+  | (StrictRequestRejection & {
+      readonly stage: StrictCheckStage;
+      /** Matches found before the rejection; count them even when the request is refused. */
+      readonly unsupportedParams: readonly UnsupportedParamMatch[];
+    });
+
+const NONE: readonly UnsupportedParamMatch[] = Object.freeze([]);
+
+export function runStrictRequestChecks<E extends StrictEndpoint>(
+  endpoint: E,
+  contentType: string | undefined,
+  bodyBytes: Uint8Array,
+  options: StrictRequestCheckOptions,
+): StrictRequestChecks<E> {
+  const validated = validateRequest(endpoint, contentType, bodyBytes);
+  if (!validated.ok) return { ...validated, stage: 'schema', unsupportedParams: NONE };
+  const body = validated.body;
+
+  let matches = NONE;
+  if (endpoint === 'chat_completions') {
+    const checked = checkUnsupportedParams(body, options.rejectUnsupportedParams);
+    matches = checked.matches;
+    if (checked.rejection !== null) {
+      return { ...checked.rejection, stage: 'unsupported_params', unsupportedParams: matches };
+    }
+  }
+
+  const reasoning = options.checkReasoning?.(endpoint, body) ?? null;
+  if (reasoning !== null) return { ...reasoning, stage: 'reasoning', unsupportedParams: matches };
+  return { ok: true, body, unsupportedParams: matches };
+}
