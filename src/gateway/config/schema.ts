@@ -125,7 +125,12 @@ const globalOnly = () =>
 // ---------------------------------------------------------------------------------------------
 
 const UrlSchema = z
-  .url({ protocol: /^https?$/, error: 'must be an absolute http:// or https:// URL' })
+  .url({
+    protocol: /^https?$/,
+    // Only the format failure gets this text; a value of the wrong type keeps the generic message.
+    error: (issue) =>
+      issue.code === 'invalid_format' ? 'must be an absolute http:// or https:// URL' : undefined,
+  })
   .refine((url) => {
     const parsed = URL.parse(url);
     return parsed === null || (parsed.search === '' && parsed.hash === '');
