@@ -1,0 +1,127 @@
+import { Command, CommanderError } from 'commander';
+import { ConfigLoadError, createGateway } from './gateway.js';
+import { gatewayOptionDefinitions, type GatewayOptions } from './options.js';
+import { createLogger } from './telemetry/logger.js';
+import { packageVersion } from '../lib/version.js';
+
+/** Exit codes: 0 clean, 1 runtime failure (forced drain, listener error), 2 usage or configuration error. */
+const EXIT_USAGE = 2;
+const EXIT_RUNTIME = 1;
+
+function buildProgram(): Command {
+  const program = new Command('gateway')
+    .description('OpenAI-compatible routing gateway for chat-completion providers.')
+    .version(packageVersion(), '-v, --version', 'print the version and exit')
+    .showHelpAfterError('(run `gateway --help` for every option)')
+    .exitOverride();
+  for (const option of gatewayOptionDefinitions()) program.addOption(option);
+  program.addHelpText(
+    'after',
+    `
+Environment variables are read when the flag is not given (flag > environment > default).
+Boolean flags take an optional value: --watch, --watch true, --watch false.
+
+Commands:
+  gateway validate <file>      check a configuration file; exit 0 when valid, 1 with every error
+  gateway schema [--markdown]  print the configuration JSON Schema (or the Markdown field reference)
+
+Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listener error),
+2 usage or configuration error.`,
+  );
+
+  program
+    .command('validate <file>')
+    .description('validate a configuration file and print every error with its JSON path')
+    .action(async (file: string) => {
+      // Commands load on demand: the server's startup never pays for the docs generator.
+      const { runValidate } = await import('./commands/validate.js');
+      process.exitCode = await runValidate(file, process.stdout, process.stderr);
+    });
+
+  program
+    .command('schema')
+    .description('print the JSON Schema of the configuration file')
+    .option('--markdown', 'print the generated Markdown field reference instead')
+    .action(async (opts: { markdown?: boolean }) => {
+      const { runSchema } = await import('./commands/schema.js');
+      process.exitCode = runSchema(opts.markdown ? 'markdown' : 'json', process.stdout);
+    });
+
+  program.action(async (opts: Partial<GatewayOptions>) => {
+    if (!opts.targets) {
+      throw new CommanderError(
+        EXIT_USAGE,
+        'gateway.missingTargets',
+        'error: --targets <file> (or -f) is required',
+      );
+    }
+    if (opts.port !== 0 && opts.port === opts.metricsPort) {
+      throw new CommanderError(
+        EXIT_USAGE,
+        'gateway.portClash',
+        `error: --port and --metrics-port must differ (both ${opts.port}): health and metrics never share the proxy port`,
+      );
+    }
+    await serve(opts as GatewayOptions);
+  });
+  return program;
+}
+
+async function serve(options: GatewayOptions): Promise<void> {
+  const logger = createLogger();
+  let gateway;
+  try {
+    gateway = await createGateway(options, { logger });
+  } catch (error) {
+    if (error instanceof ConfigLoadError) {
+      logger.fatal(
+        { file: error.file, errors: error.issues.map((i) => `${i.path}: ${i.message}`) },
+        error.message,
+      );
+      for (const issue of error.issues)
+        process.stderr.write(`${error.file}: ${issue.path}: ${issue.message}\n`);
+      process.exit(EXIT_USAGE);
+    }
+    throw error;
+  }
+
+  let shuttingDown = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (shuttingDown) {
+      logger.warn({ signal }, 'shutdown already in progress');
+      return;
+    }
+    shuttingDown = true;
+    void gateway.shutdown(signal).then((code) => process.exit(code));
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  try {
+    await gateway.listen();
+  } catch (error) {
+    logger.fatal({ err: error }, 'cannot start listeners');
+    process.exit(EXIT_RUNTIME);
+  }
+  logger.info({ version: packageVersion(), pid: process.pid }, 'gateway started');
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version are not errors.
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') process.exit(0);
+      if (error.code.startsWith('gateway.')) process.stderr.write(`${error.message}\n`);
+      process.exit(EXIT_USAGE);
+    }
+    process.stderr.write(
+      `gateway: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exit(EXIT_RUNTIME);
+  }
+}
+
+await main(process.argv);

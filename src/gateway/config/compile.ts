@@ -1,0 +1,232 @@
+import { buildKeyIndex } from '../auth/keys.js';
+import { parseEndpoint } from '../http/upstream.js';
+import type { BatchLimiterFactory } from '../limits/batch.js';
+import { LimiterRegistry, limiterId, type LimiterRegistryBuilder } from '../limits/registry.js';
+import type { BatchLimiter } from '../limits/types.js';
+import type { ConfigIssue } from './issues.js';
+import type {
+  RuntimeTable,
+  AliasRoute,
+  ProviderRoute,
+  FallbackPolicy,
+  KeyLimits,
+  Strategy,
+} from './runtime.js';
+import {
+  DEFAULT_STRATEGY,
+  DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
+  DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
+  requestClassOf,
+  type GatewayConfig,
+  type TargetConfig,
+  type ProviderConfig,
+  type FallbackConfig,
+} from './schema.js';
+
+export interface CompileOptions {
+  /** Enforce `batch_inflight_limit` with the built-in counter (`--enforce-batch-inflight`). */
+  enforceBatchInflight: boolean;
+  /** An embedding program's batch limiter; when given it replaces the built-in counter. */
+  batchLimiter: BatchLimiterFactory | undefined;
+}
+
+export type CompileResult = { ok: true; table: CompiledTable } | { ok: false; issues: ConfigIssue[] };
+
+/** The runtime table plus the limiter registry the next compile carries state from. */
+export interface CompiledTable extends RuntimeTable {
+  readonly limiters: LimiterRegistry;
+}
+
+/**
+ * Compiles a validated configuration into the immutable runtime table. Stateful parts (buckets,
+ * permits, in-flight counts) are carried over from `previous` when their identity and parameters are
+ * unchanged (see LimiterRegistry). Problems only detectable across sections (one key defined twice)
+ * come back as issues, like schema errors.
+ */
+export function compileRuntime(
+  config: GatewayConfig,
+  hash: string,
+  previous: CompiledTable | undefined,
+  options: CompileOptions,
+): CompileResult {
+  const keyBuild = buildKeyIndex(config.auth, config.targets);
+  if (!keyBuild.ok) {
+    return { ok: false, issues: keyBuild.problems.map((p) => ({ path: `$.${p.path}`, message: p.message })) };
+  }
+  const keys = keyBuild.index;
+  const registry = (previous?.limiters ?? LimiterRegistry.empty()).rebuild();
+
+  const keyLimits = new Map<string, KeyLimits>();
+  for (const identity of keys.definitions()) {
+    const name = identity.definitionName!;
+    const subject = { scope: 'key' as const, subject: name };
+    keyLimits.set(name, {
+      rateLimit: identity.rateLimit
+        ? registry.tokenBucket(limiterId.keyRate(name), identity.rateLimit, subject)
+        : undefined,
+      concurrencyLimit: identity.concurrencyLimit
+        ? registry.concurrency(limiterId.keyConcurrency(name), identity.concurrencyLimit, subject)
+        : undefined,
+    });
+  }
+
+  const batchByAlias = new Map<string, BatchLimiter | undefined>();
+  const batchFor = (alias: string, limit: number | undefined): BatchLimiter | undefined => {
+    if (!batchByAlias.has(alias)) {
+      let limiter: BatchLimiter | undefined;
+      if (options.batchLimiter) limiter = options.batchLimiter(alias, limit);
+      else if (options.enforceBatchInflight && limit !== undefined) {
+        limiter = registry.batch(limiterId.batch(alias), alias, {
+          batch_inflight_limit: limit,
+          enforce: true,
+        });
+      }
+      batchByAlias.set(alias, limiter);
+    }
+    return batchByAlias.get(alias);
+  };
+
+  const routes = new Map<string, AliasRoute>();
+  const targetKeys = Object.keys(config.targets);
+  for (const [key, target] of Object.entries(config.targets)) {
+    // A request-class pool `llama:interactive` belongs to alias `llama` (its `model` label).
+    const model = requestClassOf(key, targetKeys)?.alias ?? key;
+    // Spec 2.2 rule 3: in-flight and batch caps come from the alias's default pool.
+    const defaultPool = config.targets[model] ?? target;
+    const auth = keys.target(key)!;
+    const subject = { scope: 'target' as const, subject: key };
+    const providers = compileProviders(key, target, registry);
+    routes.set(key, {
+      key,
+      model,
+      auth,
+      rateLimit: target.rate_limit
+        ? registry.tokenBucket(limiterId.targetRate(key), target.rate_limit, subject)
+        : undefined,
+      concurrencyLimit: target.concurrency_limit
+        ? registry.concurrency(limiterId.targetConcurrency(key), target.concurrency_limit, subject)
+        : undefined,
+      inflight: registry.accountInflight(limiterId.account(model), model, {
+        inflight_limit: defaultPool.inflight_limit,
+        account_inflight_limits: defaultPool.account_inflight_limits,
+      }),
+      batch: batchFor(model, defaultPool.batch_inflight_limit),
+      strategy: strategyOf(target),
+      providers,
+      fallback: compileFallback(target.fallback, providers.length),
+    });
+  }
+
+  return {
+    ok: true,
+    table: {
+      hash,
+      createdAt: Math.floor(Date.now() / 1000),
+      strictMode: config.strict_mode ?? false,
+      routes,
+      keys,
+      keyLimits,
+      rejectUnsupportedParams: new Set(config.reject_unsupported_params ?? []),
+      limiters: registry.finish(),
+    },
+  };
+}
+
+function strategyOf(target: TargetConfig): Strategy {
+  if (!target.providers) return 'single';
+  return target.strategy ?? DEFAULT_STRATEGY;
+}
+
+/**
+ * A single-provider target is compiled as a pool of one, so the dispatch stage has one shape to
+ * handle. In a pool, provider entries inherit the pool's settings where they leave them unset.
+ */
+function compileProviders(
+  poolKey: string,
+  target: TargetConfig,
+  registry: LimiterRegistryBuilder,
+): ProviderRoute[] {
+  const entries: readonly ProviderConfig[] = target.providers ?? [
+    {
+      url: target.url!,
+      weight: 1,
+      upstream_auth_header_name: undefined,
+      upstream_auth_header_prefix: undefined,
+      trusted: undefined,
+      propagate_trace_context: target.propagate_trace_context,
+    },
+  ];
+  const isPool = target.providers !== undefined;
+  return entries.map((entry, index) => {
+    const name = entry.name ?? entry.url;
+    const trusted = entry.trusted ?? target.trusted ?? false;
+    const gatewayKey = entry.gateway_key ?? target.gateway_key;
+    const headerName =
+      entry.upstream_auth_header_name ??
+      target.upstream_auth_header_name ??
+      DEFAULT_UPSTREAM_AUTH_HEADER_NAME;
+    const headerPrefix =
+      entry.upstream_auth_header_prefix ??
+      target.upstream_auth_header_prefix ??
+      DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX;
+    const merged = new Map<string, string>();
+    for (const [n, v] of Object.entries(target.response_headers ?? {})) merged.set(n.toLowerCase(), v);
+    if (isPool)
+      for (const [n, v] of Object.entries(entry.response_headers ?? {})) merged.set(n.toLowerCase(), v);
+    const subject = { scope: 'provider' as const, subject: `${poolKey}/${name}` };
+    return {
+      name,
+      index,
+      endpoint: parseEndpoint(entry.url),
+      weight: entry.weight ?? 1,
+      gatewayModel: entry.gateway_model ?? target.gateway_model,
+      authHeader:
+        gatewayKey === undefined ? undefined : [headerName.toLowerCase(), headerPrefix + gatewayKey],
+      responseHeaders: [...merged],
+      trusted,
+      sanitizeResponse: entry.sanitize_response ?? target.sanitize_response ?? false,
+      propagateTraceContext: entry.propagate_trace_context ?? trusted,
+      rateLimit:
+        isPool && entry.rate_limit
+          ? registry.tokenBucket(limiterId.providerRate(poolKey, name), entry.rate_limit, subject)
+          : undefined,
+      concurrencyLimit:
+        isPool && entry.concurrency_limit
+          ? registry.concurrency(
+              limiterId.providerConcurrency(poolKey, name),
+              entry.concurrency_limit,
+              subject,
+            )
+          : undefined,
+    } satisfies ProviderRoute;
+  });
+}
+
+/**
+ * `on_status` entries: a three-digit code matches exactly; a one- or two-digit entry is a prefix
+ * wildcard (`5` = 500-599, `50` = 500-509). Compiled into a lookup table indexed by status.
+ */
+export function compileStatusMatcher(entries: readonly number[]): (status: number) => boolean {
+  const table = new Uint8Array(600);
+  for (const entry of entries) {
+    const digits = String(entry).length;
+    const span = digits === 1 ? 100 : digits === 2 ? 10 : 1;
+    const start = entry * span;
+    for (let s = start; s < start + span && s < 600; s++) table[s] = 1;
+  }
+  return (status) => status >= 0 && status < 600 && table[status] === 1;
+}
+
+function compileFallback(
+  fallback: FallbackConfig | undefined,
+  providerCount: number,
+): FallbackPolicy | undefined {
+  if (!fallback || fallback.enabled === false) return undefined;
+  return {
+    onStatus: compileStatusMatcher(fallback.on_status ?? []),
+    onRateLimit: fallback.on_rate_limit ?? false,
+    onConnectionError: fallback.on_connection_error ?? true,
+    maxAttempts: Math.max(1, Math.min(fallback.max_attempts ?? providerCount, providerCount)),
+    firstTokenTimeoutMs: fallback.first_token_timeout_ms,
+  };
+}

@@ -1,0 +1,77 @@
+import type { KeyIndex, TargetAuth } from '../auth/keys.js';
+import type { UpstreamEndpoint } from '../http/upstream.js';
+import type { BatchLimiter, ConcurrencyLimiter, InflightLimiter, RateLimiter } from '../limits/types.js';
+
+/**
+ * The compiled, immutable form of a configuration: everything the request path needs, resolved
+ * once per load (URLs parsed, headers merged, trust resolved, limiters attached). A reload builds a
+ * new table and swaps one reference; a request keeps the table it started with.
+ */
+export interface RuntimeTable {
+  /** sha256 of the configuration file bytes. */
+  readonly hash: string;
+  /** Unix seconds when this table was compiled (the `created` field of the models list). */
+  readonly createdAt: number;
+  readonly strictMode: boolean;
+  /** By target key: an alias (`llama`) or a request-class pool (`llama:interactive`). */
+  readonly routes: ReadonlyMap<string, AliasRoute>;
+  readonly keys: KeyIndex;
+  /** Limits of named keys (`key_definitions`), by definition name. */
+  readonly keyLimits: ReadonlyMap<string, KeyLimits>;
+  /** Catalog names whose presence rejects a strict-mode request (spec 4.7). */
+  readonly rejectUnsupportedParams: ReadonlySet<string>;
+}
+
+export interface KeyLimits {
+  readonly rateLimit: RateLimiter | undefined;
+  readonly concurrencyLimit: ConcurrencyLimiter | undefined;
+}
+
+export type Strategy = 'single' | 'weighted_random' | 'priority';
+
+export interface FallbackPolicy {
+  /** Exact statuses and prefix wildcards (`5` = 5xx, `50` = 500-509) that move to the next provider. */
+  readonly onStatus: (status: number) => boolean;
+  readonly onRateLimit: boolean;
+  readonly onConnectionError: boolean;
+  readonly maxAttempts: number;
+  /** Milliseconds, or undefined when no first-token deadline is armed. */
+  readonly firstTokenTimeoutMs: number | undefined;
+}
+
+export interface AliasRoute {
+  /** The target key as configured. */
+  readonly key: string;
+  /** The alias without a request-class suffix: the `model` metric label. */
+  readonly model: string;
+  readonly auth: TargetAuth;
+  readonly rateLimit: RateLimiter | undefined;
+  readonly concurrencyLimit: ConcurrencyLimiter | undefined;
+  /** Per-account realtime in-flight counter of the alias (shared by its request-class pools). */
+  readonly inflight: InflightLimiter;
+  /** Batch in-flight cap of the alias; undefined when uncapped or not enforced in this process. */
+  readonly batch: BatchLimiter | undefined;
+  readonly strategy: Strategy;
+  readonly providers: readonly ProviderRoute[];
+  readonly fallback: FallbackPolicy | undefined;
+}
+
+export interface ProviderRoute {
+  /** Identity for logs and the share controller: the configured name, else the URL. */
+  readonly name: string;
+  readonly index: number;
+  readonly endpoint: UpstreamEndpoint;
+  readonly weight: number;
+  readonly gatewayModel: string | undefined;
+  /** Lower-cased header name and its full value, or undefined when no upstream key is configured. */
+  readonly authHeader: readonly [name: string, value: string] | undefined;
+  /** Pool headers merged with the provider's (the provider wins), in order. */
+  readonly responseHeaders: readonly (readonly [name: string, value: string])[];
+  /** Effective trust (spec 2.2 rule 1): provider value, else pool value, else false. */
+  readonly trusted: boolean;
+  readonly sanitizeResponse: boolean;
+  /** Effective trace propagation: explicit value, else the effective trust. */
+  readonly propagateTraceContext: boolean;
+  readonly rateLimit: RateLimiter | undefined;
+  readonly concurrencyLimit: ConcurrencyLimiter | undefined;
+}

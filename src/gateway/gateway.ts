@@ -1,0 +1,191 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { compileRuntime, type CompiledTable } from './config/compile.js';
+import { loadConfigFile, parseConfigText } from './config/load.js';
+import type { ConfigIssue } from './config/issues.js';
+import { ConfigWatcher } from './config/watch.js';
+import { createAdminServer } from './http/admin-server.js';
+import { ConnectionTracker } from './http/connection-tracker.js';
+import { createProxyServer } from './http/proxy-server.js';
+import { UpstreamClient } from './http/upstream.js';
+import { LifecycleState } from './lifecycle/phase.js';
+import { runShutdown } from './lifecycle/shutdown.js';
+import type { BatchLimiterFactory } from './limits/batch.js';
+import type { GatewayOptions } from './options.js';
+import { createProxyHandler } from './pipeline/handler.js';
+import { createLogger, type Logger } from './telemetry/logger.js';
+import { GatewayMetrics } from './telemetry/metrics.js';
+
+/** Thrown by `createGateway` when the configuration at startup is invalid. */
+export class ConfigLoadError extends Error {
+  readonly file: string;
+  readonly issues: ConfigIssue[];
+
+  constructor(file: string, issues: ConfigIssue[]) {
+    super(`${file}: invalid configuration (${issues.length} error${issues.length === 1 ? '' : 's'})`);
+    this.file = file;
+    this.issues = issues;
+  }
+}
+
+export interface GatewayDeps {
+  logger?: Logger;
+  /**
+   * An embedding program's batch limiter (spec 8: the standalone binary loads the batch cap but
+   * enforces it only when a limiter is plugged in or `--enforce-batch-inflight` is given).
+   */
+  batchLimiter?: BatchLimiterFactory;
+}
+
+export interface Gateway {
+  readonly options: GatewayOptions;
+  readonly logger: Logger;
+  readonly metrics: GatewayMetrics;
+  readonly lifecycle: LifecycleState;
+  /** The table new requests use; a request keeps the table it started with. */
+  readonly runtime: CompiledTable;
+  /** Binds both listeners; resolves with the bound ports. */
+  listen(): Promise<{ port: number; adminPort: number | undefined }>;
+  /** Re-reads the config file now (the watcher does this by itself). */
+  reloadNow(): Promise<void>;
+  /** Runs the shutdown sequence of spec 3.2; resolves with the exit code. */
+  shutdown(reason: string): Promise<number>;
+}
+
+/**
+ * Builds a gateway from options: loads and compiles the configuration (throws ConfigLoadError when it
+ * is invalid), creates the proxy and admin servers, and arms hot reload. Nothing listens until
+ * `listen()`; signal handling belongs to the caller (the CLI), so an embedding program keeps control.
+ */
+export async function createGateway(options: GatewayOptions, deps: GatewayDeps = {}): Promise<Gateway> {
+  const logger = deps.logger ?? createLogger();
+  const metrics = new GatewayMetrics(options.metricsPrefix);
+  const lifecycle = new LifecycleState();
+
+  const initial = await loadConfigFile(options.targets);
+  if (!initial.ok) throw new ConfigLoadError(options.targets, initial.issues);
+
+  const upstream = new UpstreamClient();
+  const compileOptions = {
+    enforceBatchInflight: options.enforceBatchInflight,
+    batchLimiter: deps.batchLimiter,
+  };
+  const compiled = compileRuntime(initial.config, initial.hash, undefined, compileOptions);
+  if (!compiled.ok) throw new ConfigLoadError(options.targets, compiled.issues);
+  let runtime = compiled.table;
+  metrics.configInfo.set({ hash: initial.hash }, 1);
+  metrics.configLastReloadSuccess.set(Date.now() / 1000);
+  logger.info(
+    {
+      file: options.targets,
+      hash: initial.hash,
+      aliases: runtime.routes.size,
+      strictMode: runtime.strictMode,
+    },
+    'configuration loaded',
+  );
+
+  const applyConfigText = (text: string, hash: string): void => {
+    const parsed = parseConfigText(text, options.targets);
+    const compiledNext = parsed.ok ? compileRuntime(parsed.config, hash, runtime, compileOptions) : parsed;
+    if (!compiledNext.ok) {
+      metrics.configReloads.inc({ result: 'failure' });
+      logger.error(
+        { file: options.targets, hash, errors: compiledNext.issues.map((i) => `${i.path}: ${i.message}`) },
+        'configuration reload rejected; still serving the last good configuration',
+      );
+      return;
+    }
+    const next = compiledNext.table;
+    const previousHash = runtime.hash;
+    runtime = next;
+    metrics.configReloads.inc({ result: 'success' });
+    metrics.configLastReloadSuccess.set(Date.now() / 1000);
+    metrics.configInfo.reset();
+    metrics.configInfo.set({ hash }, 1);
+    logger.info(
+      { file: options.targets, hash, previousHash, aliases: next.routes.size },
+      'configuration reloaded',
+    );
+  };
+
+  const watcher = new ConfigWatcher({
+    path: options.targets,
+    initialHash: initial.hash,
+    logger,
+    pollMs: options.configPollSecs * 1000,
+    onContent: applyConfigText,
+    onReadError: (error) => {
+      metrics.configReloads.inc({ result: 'failure' });
+      logger.error(
+        { file: options.targets, code: error.code, err: error.message },
+        'configuration file unreadable; still serving the last good configuration',
+      );
+    },
+  });
+
+  const handler = createProxyHandler({
+    runtime: () => runtime,
+    metrics,
+    logger,
+    lifecycle,
+    options,
+    upstream,
+  });
+  const proxyServer = createProxyServer(handler);
+  const proxyConnections = new ConnectionTracker(proxyServer.server);
+  proxyServer.onRequest((req, res) => proxyConnections.track(req, res));
+  const adminServer = createAdminServer({ metrics, metricsEnabled: options.metrics, lifecycle, logger });
+  let shutdownPromise: Promise<number> | undefined;
+
+  const gateway: Gateway = {
+    options,
+    logger,
+    metrics,
+    lifecycle,
+    get runtime() {
+      return runtime;
+    },
+    async listen() {
+      const port = await listenOn(proxyServer.server, options.host, options.port);
+      const adminPort = await listenOn(adminServer, options.host, options.metricsPort);
+      logger.info({ listener: 'proxy', host: options.host, port }, 'listening');
+      logger.info(
+        { listener: 'admin', host: options.host, port: adminPort, metrics: options.metrics },
+        'listening',
+      );
+      if (options.watch) watcher.start();
+      lifecycle.enter('serving');
+      return { port, adminPort };
+    },
+    reloadNow: () => watcher.check('manual'),
+    shutdown(reason) {
+      shutdownPromise ??= (async () => {
+        watcher.stop();
+        return runShutdown(
+          {
+            lifecycle,
+            logger,
+            metrics,
+            proxyServer: proxyServer.server,
+            proxyConnections,
+            adminServer,
+            delaySecs: options.shutdownDelaySecs,
+            timeoutSecs: options.shutdownTimeoutSecs,
+            finalizers: [() => upstream.close()],
+          },
+          reason,
+        );
+      })();
+      return shutdownPromise;
+    },
+  };
+  return gateway;
+}
+
+async function listenOn(server: Server, host: string, port: number): Promise<number> {
+  server.listen({ host, port });
+  await once(server, 'listening');
+  return (server.address() as AddressInfo).port;
+}

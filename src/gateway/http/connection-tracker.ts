@@ -1,0 +1,84 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * Tracks what the drain must wait for: responses that have started and not yet closed. Sockets are
+ * tracked too so the drain deadline can cut them and count them.
+ */
+export class ConnectionTracker {
+  private readonly sockets = new Set<Socket>();
+  /** The newest response of each socket: with pipelining, earlier ones are queued before it. */
+  private readonly latestBySocket = new Map<Socket, ServerResponse>();
+  private activeResponses = 0;
+  private idleWaiters: (() => void)[] = [];
+  private draining = false;
+
+  constructor(server: Server) {
+    server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => {
+        this.sockets.delete(socket);
+        this.latestBySocket.delete(socket);
+      });
+    });
+  }
+
+  /** Call once per request, before any await: the response counts until its 'close' event. */
+  track(req: IncomingMessage, res: ServerResponse): void {
+    this.activeResponses++;
+    const socket = req.socket;
+    const previous = this.latestBySocket.get(socket);
+    this.latestBySocket.set(socket, res);
+    if (this.draining) {
+      // A request pipelined behind a response already marked to close: keep the socket open for
+      // it, and let this newest response carry `Connection: close` instead.
+      if (previous && !previous.headersSent) previous.shouldKeepAlive = true;
+      res.shouldKeepAlive = false;
+    }
+    res.once('close', () => {
+      this.activeResponses--;
+      if (this.latestBySocket.get(socket) === res) this.latestBySocket.delete(socket);
+      if (this.activeResponses === 0) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        for (const resolve of waiters) resolve();
+      }
+    });
+  }
+
+  get active(): number {
+    return this.activeResponses;
+  }
+
+  get openSockets(): number {
+    return this.sockets.size;
+  }
+
+  /**
+   * Admission has closed: the last response queued on each socket goes out with
+   * `Connection: close`, so no client reuses a connection to a process that is going away. Only the
+   * last one: marking an earlier pipelined response would close the socket under the later ones.
+   */
+  closeAfterResponses(): void {
+    this.draining = true;
+    for (const res of this.latestBySocket.values()) if (!res.headersSent) res.shouldKeepAlive = false;
+  }
+
+  /** Resolves when no response is in progress. */
+  whenIdle(): Promise<void> {
+    if (this.activeResponses === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Destroys every socket still open; returns how many were cut. */
+  destroyAll(): number {
+    let cut = 0;
+    for (const socket of this.sockets) {
+      if (!socket.destroyed) {
+        cut++;
+        socket.destroy();
+      }
+    }
+    return cut;
+  }
+}

@@ -1,0 +1,68 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** RFC 9110 7.6.1 connection-specific fields, never forwarded in either direction. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Request headers the gateway consumes or recomputes instead of forwarding. */
+const REQUEST_CONSUMED = new Set([
+  'host',
+  'content-length',
+  'authorization', // the client's key never reaches a provider
+  'model-override',
+  'expect',
+]);
+
+function connectionListed(headers: IncomingHttpHeaders): Set<string> | undefined {
+  const value = headers.connection;
+  if (!value) return undefined;
+  const listed = new Set<string>();
+  for (const token of value.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name) listed.add(name);
+  }
+  return listed;
+}
+
+/**
+ * Headers to send upstream: the client's, minus hop-by-hop fields (and any the client's
+ * `Connection` header names), minus what the gateway consumes. Node already lower-cases names.
+ */
+export function forwardRequestHeaders(
+  headers: IncomingHttpHeaders,
+  extraDrop: ReadonlySet<string> | undefined,
+): Record<string, string | string[]> {
+  const listed = connectionListed(headers);
+  const out: Record<string, string | string[]> = {};
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || REQUEST_CONSUMED.has(name)) continue;
+    if (listed?.has(name) || extraDrop?.has(name)) continue;
+    const value = headers[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** Response headers from a provider that may reach the client. */
+export function forwardResponseHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const listedRaw = headers.connection;
+  const listed = typeof listedRaw === 'string' ? connectionListed({ connection: listedRaw }) : undefined;
+  const out: Record<string, string | string[]> = {};
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    const value = headers[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}

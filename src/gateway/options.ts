@@ -1,0 +1,158 @@
+import { InvalidArgumentError, Option } from 'commander';
+
+/** Everything the standalone gateway takes from its command line and environment. */
+export interface GatewayOptions {
+  /** Configuration file path (`--targets` / `-f`). */
+  targets: string;
+  host: string;
+  port: number;
+  watch: boolean;
+  metrics: boolean;
+  metricsPort: number;
+  metricsPrefix: string;
+  shutdownDelaySecs: number;
+  shutdownTimeoutSecs: number;
+  sseBufferLimit: number;
+  dispatchedHeader: string;
+  enforceBatchInflight: boolean;
+  maxBodyBytes: number;
+  /** Seconds between hash-compare polls of the config file, the safety net behind the watcher. */
+  configPollSecs: number;
+}
+
+export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
+  host: '0.0.0.0',
+  port: 3000,
+  watch: true,
+  metrics: true,
+  metricsPort: 9090,
+  metricsPrefix: 'gateway',
+  shutdownDelaySecs: 5,
+  shutdownTimeoutSecs: 300,
+  sseBufferLimit: 65_536,
+  dispatchedHeader: 'x-gateway-dispatched',
+  enforceBatchInflight: false,
+  maxBodyBytes: 32 * 1024 * 1024,
+  configPollSecs: 15,
+};
+
+function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const trimmed = value.trim();
+    if (!/^\d+$/.test(trimmed))
+      throw new InvalidArgumentError(`${name} must be a whole number, got "${value}".`);
+    const parsed = Number(trimmed);
+    if (parsed < min || parsed > max) {
+      throw new InvalidArgumentError(`${name} must be between ${min} and ${max}, got ${parsed}.`);
+    }
+    return parsed;
+  };
+}
+
+function seconds(name: string, { positive }: { positive: boolean }) {
+  return (value: string): number => {
+    const trimmed = value.trim();
+    const parsed = Number(trimmed);
+    if (trimmed === '' || !Number.isFinite(parsed)) {
+      throw new InvalidArgumentError(`${name} must be a number of seconds, got "${value}".`);
+    }
+    if (positive ? parsed <= 0 : parsed < 0) {
+      throw new InvalidArgumentError(
+        `${name} must be ${positive ? 'positive' : 'zero or more'}, got ${parsed}.`,
+      );
+    }
+    return parsed;
+  };
+}
+
+function boolean(name: string) {
+  return (value: string): boolean => {
+    const normalized = value.trim().toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
+    if (['false', '0', 'no', 'off'].includes(normalized)) return false;
+    throw new InvalidArgumentError(`${name} must be true or false, got "${value}".`);
+  };
+}
+
+function metricPrefix(value: string): string {
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(value)) {
+    throw new InvalidArgumentError(
+      `--metrics-prefix must be a valid metric name prefix (letters, digits and underscores, not starting with a digit), got "${value}".`,
+    );
+  }
+  return value;
+}
+
+function headerName(value: string): string {
+  const normalized = value.trim().toLowerCase();
+  if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(normalized)) {
+    throw new InvalidArgumentError(`--dispatched-header must be a valid HTTP header name, got "${value}".`);
+  }
+  return normalized;
+}
+
+/**
+ * The flag table: one place that names each flag, its environment variable, its default and how it
+ * is parsed. `--help` and docs/operations.md are generated from these descriptions.
+ */
+export function gatewayOptionDefinitions(): Option[] {
+  const d = DEFAULT_OPTIONS;
+  return [
+    new Option(
+      '-f, --targets <file>',
+      'configuration file (JSON or YAML; bare or GatewayConfig envelope)',
+    ).env('GATEWAY_TARGETS'),
+    new Option('--host <address>', 'address both listeners bind to').env('GATEWAY_HOST').default(d.host),
+    new Option('--port <port>', 'proxy port (0 picks a free port)')
+      .env('GATEWAY_PORT')
+      .default(d.port)
+      .argParser(integer('--port', 0, 65_535)),
+    new Option('--watch [bool]', 'hot-reload the configuration file when it changes')
+      .env('GATEWAY_WATCH')
+      .default(d.watch)
+      .preset('true')
+      .argParser(boolean('--watch')),
+    new Option('--metrics [bool]', 'serve /metrics on the admin port')
+      .env('GATEWAY_METRICS')
+      .default(d.metrics)
+      .preset('true')
+      .argParser(boolean('--metrics')),
+    new Option('--metrics-port <port>', 'admin port: /metrics, /healthz, /readyz (0 picks a free port)')
+      .env('GATEWAY_METRICS_PORT')
+      .default(d.metricsPort)
+      .argParser(integer('--metrics-port', 0, 65_535)),
+    new Option('--metrics-prefix <prefix>', 'prefix of every gateway metric name')
+      .env('GATEWAY_METRICS_PREFIX')
+      .default(d.metricsPrefix)
+      .argParser(metricPrefix),
+    new Option('--shutdown-delay-secs <seconds>', 'time requests are still served after /readyz turns 503')
+      .env('GATEWAY_SHUTDOWN_DELAY_SECS')
+      .default(d.shutdownDelaySecs)
+      .argParser(seconds('--shutdown-delay-secs', { positive: false })),
+    new Option('--shutdown-timeout-secs <seconds>', 'drain deadline after admission closes; must be positive')
+      .env('GATEWAY_SHUTDOWN_TIMEOUT_SECS')
+      .default(d.shutdownTimeoutSecs)
+      .argParser(seconds('--shutdown-timeout-secs', { positive: true })),
+    new Option('--sse-buffer-limit <bytes>', 'cap on one unfinished SSE event (0 permits none)')
+      .env('GATEWAY_SSE_BUFFER_LIMIT')
+      .default(d.sseBufferLimit)
+      .argParser(integer('--sse-buffer-limit', 0)),
+    new Option('--dispatched-header <name>', 'request header that marks dispatched (batch) traffic')
+      .env('GATEWAY_DISPATCHED_HEADER')
+      .default(d.dispatchedHeader)
+      .argParser(headerName),
+    new Option('--enforce-batch-inflight [bool]', 'enforce batch_inflight_limit in this process')
+      .env('GATEWAY_ENFORCE_BATCH_INFLIGHT')
+      .default(d.enforceBatchInflight)
+      .preset('true')
+      .argParser(boolean('--enforce-batch-inflight')),
+    new Option('--max-body-bytes <bytes>', 'largest request body accepted (413 above)')
+      .env('GATEWAY_MAX_BODY_BYTES')
+      .default(d.maxBodyBytes)
+      .argParser(integer('--max-body-bytes', 1)),
+    new Option('--config-poll-secs <seconds>', 'interval of the hash-compare poll behind the file watcher')
+      .env('GATEWAY_CONFIG_POLL_SECS')
+      .default(d.configPollSecs)
+      .argParser(seconds('--config-poll-secs', { positive: true })),
+  ];
+}

@@ -1,0 +1,78 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AliasRoute, RuntimeTable } from '../config/runtime.js';
+import type { KeyIdentity } from '../auth/keys.js';
+import type { Grant } from '../limits/types.js';
+
+export type Traffic = 'realtime' | 'dispatched';
+
+/**
+ * Everything one request carries through the stages. Grants are released exactly once, when the
+ * response closes (finished or abandoned), whatever stage the request reached.
+ */
+export class RequestContext {
+  readonly startedAt = performance.now();
+  readonly abort = new AbortController();
+  /** `model` metric label: the alias without class suffix, empty until resolved. */
+  model = '';
+  route: AliasRoute | undefined;
+  /** The authenticated key; undefined on an open target. */
+  identity: KeyIdentity | undefined;
+  /** Raw request body bytes as received. */
+  body: Buffer = Buffer.alloc(0);
+  /** The parsed JSON body, when it was parsed (at most once). */
+  json: Record<string, unknown> | undefined;
+  private grants: Grant[] = [];
+  private inflightCounted = false;
+  private closed = false;
+
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly table: RuntimeTable;
+  readonly traffic: Traffic;
+  /** Path without the query string. */
+  readonly path: string;
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    table: RuntimeTable,
+    traffic: Traffic,
+    path: string,
+  ) {
+    this.req = req;
+    this.res = res;
+    this.table = table;
+    this.traffic = traffic;
+    this.path = path;
+  }
+
+  hold(grant: Grant): void {
+    if (this.closed) grant.release();
+    else this.grants.push(grant);
+  }
+
+  /** Marks the request as counted in the alias in-flight gauge (undone on close). */
+  countInflight(): boolean {
+    if (this.inflightCounted) return false;
+    this.inflightCounted = true;
+    return true;
+  }
+
+  get countedInflight(): boolean {
+    return this.inflightCounted;
+  }
+
+  /** Releases every grant; safe to call more than once. Aborts upstream work still running. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const grants = this.grants;
+    this.grants = [];
+    for (const grant of grants) grant.release();
+    if (!this.abort.signal.aborted) this.abort.abort();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+}

@@ -1,0 +1,109 @@
+import type { ServerResponse } from 'node:http';
+import { errorJson } from '../../lib/errors.js';
+import type { Refusal } from '../limits/types.js';
+
+/**
+ * An error the gateway answers itself. `rejection` marks the client errors that
+ * `gateway_rejections_total` counts (spec 6): decisions of the gateway, not reports of an upstream
+ * response.
+ */
+export interface GatewayError {
+  status: number;
+  type: string;
+  code: string | null;
+  message: string;
+  param: string | null;
+  rejection: boolean;
+  retryAfter?: number;
+}
+
+function make(
+  status: number,
+  type: string,
+  code: string | null,
+  message: string,
+  extra: { rejection?: boolean; retryAfter?: number; param?: string | null } = {},
+): GatewayError {
+  return {
+    status,
+    type,
+    code,
+    message,
+    param: extra.param ?? null,
+    rejection: extra.rejection ?? true,
+    ...(extra.retryAfter !== undefined ? { retryAfter: extra.retryAfter } : {}),
+  };
+}
+
+/** The gateway's own errors (spec 7.1 and DESIGN 6), one constructor per condition. */
+export const gatewayErrors = {
+  modelNotFound: (alias: string) =>
+    make(404, 'invalid_request_error', 'model_not_found', `The model \`${alias}\` does not exist.`, {
+      param: 'model',
+    }),
+  missingModel: () =>
+    make(
+      400,
+      'invalid_request_error',
+      'missing_model',
+      'No model named: send the alias in the JSON body field `model` or in the `model-override` header.',
+      { param: 'model' },
+    ),
+  invalidJson: () =>
+    make(400, 'invalid_request_error', 'invalid_json', 'The request body is not valid JSON.'),
+  unauthorized: () =>
+    make(
+      401,
+      'authentication_error',
+      'invalid_api_key',
+      'Missing or invalid API key: send `Authorization: Bearer <key>`.',
+    ),
+  requestTooLarge: (maxBytes: number) =>
+    make(413, 'invalid_request_error', 'request_too_large', `The request body exceeds ${maxBytes} bytes.`),
+  upstreamUnavailable: () =>
+    make(503, 'api_error', 'upstream_unavailable', 'The upstream provider could not be reached.', {
+      rejection: false,
+    }),
+  upstreamTimeout: () =>
+    make(504, 'api_error', 'upstream_timeout', 'The upstream provider did not answer in time.', {
+      rejection: false,
+    }),
+  firstTokenTimeout: () =>
+    make(504, 'api_error', 'first_token_timeout', 'No provider produced a first token before the deadline.', {
+      rejection: false,
+    }),
+  notFound: (path: string) =>
+    make(404, 'not_found_error', null, `Unknown path \`${path}\`.`, { rejection: true }),
+};
+
+/** A limiter's refusal (spec 7.1: 429 rate, concurrency and in-flight; 529 batch cap) as an error. */
+export function refusalError(refusal: Refusal): GatewayError {
+  const message =
+    refusal.kind === 'rate_limit' || refusal.kind === 'concurrency'
+      ? `${refusal.message} (${refusal.scope} limit).`
+      : `${refusal.message}.`;
+  return make(refusal.status, refusal.type, refusal.code, message, {
+    ...(refusal.retryAfterSeconds !== undefined ? { retryAfter: refusal.retryAfterSeconds } : {}),
+  });
+}
+
+/** Writes a gateway error as the standard error object with an exact Content-Length. */
+export function writeGatewayError(
+  res: ServerResponse,
+  error: GatewayError,
+  extraHeaders?: Record<string, string>,
+): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const body = errorJson(error.message, error.type, error.code, error.param);
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...extraHeaders,
+  };
+  if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
+  res.writeHead(error.status, headers);
+  res.end(body);
+}

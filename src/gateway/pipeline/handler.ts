@@ -1,0 +1,133 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RuntimeTable } from '../config/runtime.js';
+import type { RequestHandler } from '../http/proxy-server.js';
+import type { UpstreamClient } from '../http/upstream.js';
+import type { LifecycleState } from '../lifecycle/phase.js';
+import type { GatewayOptions } from '../options.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { GatewayMetrics } from '../telemetry/metrics.js';
+import { authenticate } from './authenticate.js';
+import { admit } from './admit.js';
+import { RequestContext, type Traffic } from './context.js';
+import { dispatch } from './dispatch.js';
+import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } from './errors.js';
+import { listModels } from './models.js';
+import { readBody } from './read-body.js';
+import { resolveAlias } from './resolve.js';
+
+export interface HandlerDeps {
+  runtime: () => RuntimeTable;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  lifecycle: LifecycleState;
+  options: Pick<GatewayOptions, 'dispatchedHeader' | 'maxBodyBytes'>;
+  upstream: UpstreamClient;
+}
+
+/** Status recorded for a request whose client went away before any response started. */
+const CLIENT_CLOSED = '499';
+
+/**
+ * The proxy's request path (DESIGN 3): read body -> resolve alias -> authenticate -> admit ->
+ * dispatch (attempt, stream back). Each stage returns an error value or continues; this function
+ * only sequences them and answers errors.
+ */
+export function createProxyHandler(deps: HandlerDeps): RequestHandler {
+  return (req, res) => {
+    void handle(req, res, deps).catch((error: unknown) => {
+      deps.logger.error({ err: error }, 'unexpected error on the request path');
+      if (!res.headersSent) {
+        writeGatewayError(res, {
+          status: 500,
+          type: 'api_error',
+          code: 'internal_error',
+          message: 'Internal gateway error.',
+          param: null,
+          rejection: false,
+        });
+      } else {
+        res.destroy();
+      }
+    });
+  };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDeps): Promise<void> {
+  const table = deps.runtime();
+  const url = req.url ?? '/';
+  const query = url.indexOf('?');
+  const path = query < 0 ? url : url.slice(0, query);
+  const traffic: Traffic =
+    req.headers[deps.options.dispatchedHeader] === undefined ? 'realtime' : 'dispatched';
+  const ctx = new RequestContext(req, res, table, traffic, path);
+  res.once('close', () => finish(ctx, deps));
+
+  if (path === '/v1/models' && (req.method === 'GET' || req.method === 'HEAD')) {
+    listModels(ctx);
+    return;
+  }
+
+  const body = await readBody(req, deps.options.maxBodyBytes);
+  if (body.kind === 'aborted') return;
+  if (body.kind === 'too_large') {
+    // The rest of the upload is not read: close the connection after answering.
+    res.shouldKeepAlive = false;
+    reject(ctx, gatewayErrors.requestTooLarge(deps.options.maxBodyBytes), deps);
+    return;
+  }
+  ctx.body = body.body;
+
+  const unresolved = resolveAlias(ctx);
+  if (unresolved) return reject(ctx, unresolved, deps);
+
+  if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
+
+  const refusal = await admit(ctx);
+  if (refusal) {
+    if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.model });
+    return reject(ctx, refusalError(refusal), deps);
+  }
+  if (ctx.isClosed) return;
+  if (ctx.countInflight()) deps.metrics.modelInflight.inc({ model: ctx.model });
+
+  const failed = await dispatch(ctx, deps);
+  if (failed) reject(ctx, failed, deps);
+}
+
+/** Answers a gateway error; counts and logs it when it is a rejection (spec 6). */
+function reject(ctx: RequestContext, error: GatewayError, deps: HandlerDeps): void {
+  if (ctx.isClosed) return;
+  writeGatewayError(ctx.res, error);
+  if (!error.rejection) return;
+  deps.metrics.rejections.inc({
+    model: ctx.model,
+    status: String(error.status),
+    code: error.code ?? '',
+    traffic: ctx.traffic,
+  });
+  deps.logger.info(
+    {
+      status: error.status,
+      code: error.code,
+      param: error.param,
+      model: ctx.model,
+      account: ctx.identity?.account ?? null,
+      keyId: ctx.identity?.keyId ?? null,
+      traffic: ctx.traffic,
+      path: ctx.path,
+    },
+    'request rejected',
+  );
+}
+
+/** Runs once per request when its response closes: releases every slot and records the outcome. */
+function finish(ctx: RequestContext, deps: HandlerDeps): void {
+  ctx.close();
+  if (ctx.countedInflight) deps.metrics.modelInflight.dec({ model: ctx.model });
+  const status = ctx.res.headersSent ? String(ctx.res.statusCode) : CLIENT_CLOSED;
+  deps.metrics.requests.inc({ model: ctx.model, status, traffic: ctx.traffic });
+  deps.metrics.requestDuration.observe(
+    { model: ctx.model, traffic: ctx.traffic },
+    (performance.now() - ctx.startedAt) / 1000,
+  );
+}

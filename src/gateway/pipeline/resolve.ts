@@ -1,0 +1,49 @@
+import { gatewayErrors, type GatewayError } from './errors.js';
+import type { RequestContext } from './context.js';
+
+function looksLikeJson(ctx: RequestContext): boolean {
+  const type = ctx.req.headers['content-type'];
+  if (type === undefined) return ctx.body[0] === 0x7b; // '{'
+  return type.includes('json');
+}
+
+/**
+ * Parses the body as a JSON object at most once per request; undefined when the body is empty or
+ * not a JSON object. Returns a GatewayError only when the body claims to be JSON and is not.
+ */
+export function parseJsonBody(ctx: RequestContext): GatewayError | undefined {
+  if (ctx.json !== undefined || ctx.body.length === 0 || !looksLikeJson(ctx)) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(ctx.body.toString('utf8'));
+  } catch {
+    return gatewayErrors.invalidJson();
+  }
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    ctx.json = value as Record<string, unknown>;
+  }
+  return undefined;
+}
+
+/**
+ * Spec 4.4 rule 1: the alias comes from the `model-override` header when present, else from the
+ * JSON body's `model`. The body is parsed here only when the header does not decide.
+ */
+export function resolveAlias(ctx: RequestContext): GatewayError | undefined {
+  const override = ctx.req.headers['model-override'];
+  let alias: string | undefined;
+  if (typeof override === 'string' && override.length > 0) {
+    alias = override;
+  } else {
+    const invalid = parseJsonBody(ctx);
+    if (invalid) return invalid;
+    const model = ctx.json?.model;
+    if (typeof model === 'string' && model.length > 0) alias = model;
+  }
+  if (alias === undefined) return gatewayErrors.missingModel();
+  const route = ctx.table.routes.get(alias);
+  if (!route) return gatewayErrors.modelNotFound(alias);
+  ctx.route = route;
+  ctx.model = route.model;
+  return undefined;
+}

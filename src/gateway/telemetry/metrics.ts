@@ -1,0 +1,108 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Request-duration buckets (seconds): sub-millisecond gateway answers up to multi-minute streams. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/**
+ * Every metric the gateway exports, on one registry per gateway instance (so two gateways in one
+ * process, as in tests or an embedding program, never collide). Names carry the configurable prefix
+ * (`--metrics-prefix`, default `gateway`). Labels are bounded by configuration: alias, pool, status,
+ * code, traffic class; never a key, an account or a user.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+
+  // Configuration
+  readonly configReloads: Counter<'result'>;
+  readonly configLastReloadSuccess: Gauge;
+  readonly configInfo: Gauge<'hash'>;
+
+  // Lifecycle
+  readonly shutdownForcedConnections: Counter;
+
+  // Request path
+  readonly requests: Counter<'model' | 'status' | 'traffic'>;
+  readonly requestDuration: Histogram<'model' | 'traffic'>;
+  readonly rejections: Counter<'model' | 'status' | 'code' | 'traffic'>;
+  readonly batchInflightRefusals: Counter<'model'>;
+  readonly modelInflight: Gauge<'model'>;
+  readonly upstreamErrors: Counter<'model' | 'reason'>;
+
+  readonly prefix: string;
+
+  constructor(prefix: string) {
+    this.prefix = prefix;
+    const registers = [this.registry];
+    const name = (suffix: string): string => `${prefix}_${suffix}`;
+
+    this.configReloads = new Counter({
+      name: name('config_reloads_total'),
+      help: 'Configuration reload attempts by result (success or failure).',
+      labelNames: ['result'],
+      registers,
+    });
+    this.configLastReloadSuccess = new Gauge({
+      name: name('config_last_reload_success_timestamp_seconds'),
+      help: 'Unix time of the last configuration load that succeeded (startup included).',
+      registers,
+    });
+    this.configInfo = new Gauge({
+      name: name('config_info'),
+      help: 'Always 1; the hash label is the sha256 of the configuration file now serving.',
+      labelNames: ['hash'],
+      registers,
+    });
+    this.shutdownForcedConnections = new Counter({
+      name: name('shutdown_forced_connections_total'),
+      help: 'Connections still open when the drain deadline expired and were cut.',
+      registers,
+    });
+    this.requests = new Counter({
+      name: name('requests_total'),
+      help: 'Proxy requests answered, by alias, response status and traffic class.',
+      labelNames: ['model', 'status', 'traffic'],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: name('request_duration_seconds'),
+      help: 'Time from request arrival to the end of the response body.',
+      labelNames: ['model', 'traffic'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.rejections = new Counter({
+      name: name('rejections_total'),
+      help: 'Client errors the gateway decided itself (unknown model, auth, limits, strict checks).',
+      labelNames: ['model', 'status', 'code', 'traffic'],
+      registers,
+    });
+    this.batchInflightRefusals = new Counter({
+      name: name('batch_inflight_refusals_total'),
+      help: 'Dispatched requests refused because the alias batch in-flight cap was reached.',
+      labelNames: ['model'],
+      registers,
+    });
+    this.modelInflight = new Gauge({
+      name: name('model_inflight'),
+      help: 'Requests in flight on the alias (until the response body ends).',
+      labelNames: ['model'],
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: name('upstream_errors_total'),
+      help: 'Upstream attempts that failed before or during the response (connect, reset, timeout).',
+      labelNames: ['model', 'reason'],
+      registers,
+    });
+
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  contentType(): string {
+    return this.registry.contentType;
+  }
+
+  async render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

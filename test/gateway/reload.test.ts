@@ -1,0 +1,188 @@
+import { mkdir, mkdtemp, rename, rm, symlink, writeFile, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { spawnProgram } from '../helpers/process.js';
+import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+
+let upstream: RecordingUpstream;
+const gateways: StartedGateway[] = [];
+
+beforeAll(async () => {
+  upstream = await startUpstream(jsonReply(200, { id: 'ok' }));
+});
+afterAll(async () => {
+  await upstream.close();
+});
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.stop()));
+});
+
+function configWith(aliases: string[]): unknown {
+  return { targets: Object.fromEntries(aliases.map((a) => [a, { url: upstream.url }])) };
+}
+
+async function statusFor(gateway: { url: string }, alias: string): Promise<number> {
+  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: alias, messages: [] }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+/** Polls until the alias answers with the expected status (reloads are asynchronous). */
+async function eventuallyStatus(gateway: { url: string }, alias: string, expected: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  let last = 0;
+  while (Date.now() < deadline) {
+    last = await statusFor(gateway, alias);
+    if (last === expected) return;
+    await sleep(50);
+  }
+  throw new Error(`alias ${alias}: expected ${expected}, still ${last}`);
+}
+
+describe('hot reload', () => {
+  it('applies an in-place write and reports it in the metrics', async () => {
+    const gateway = await startGateway(configWith(['a']));
+    gateways.push(gateway);
+    expect(await statusFor(gateway, 'b')).toBe(404);
+    await writeFile(gateway.configPath, JSON.stringify(configWith(['a', 'b'])));
+    await eventuallyStatus(gateway, 'b', 200);
+    const metrics = await gateway.metrics();
+    expect(metricValue(metrics, 'gateway_config_reloads_total', { result: 'success' })).toBe(1);
+    expect(metricValue(metrics, 'gateway_config_last_reload_success_timestamp_seconds')).toBeGreaterThan(
+      Date.now() / 1000 - 60,
+    );
+    const reloaded = gateway.program.logs.find((l) => l.msg === 'configuration reloaded');
+    expect(metrics).toContain(`gateway_config_info{hash="${String(reloaded?.hash)}"} 1`);
+    // Only the hash now serving is reported.
+    expect(metrics.match(/gateway_config_info\{/g)).toHaveLength(1);
+  });
+
+  it('applies an editor-style write to a temp file followed by rename', async () => {
+    const gateway = await startGateway(configWith(['a']));
+    gateways.push(gateway);
+    await gateway.writeConfig(configWith(['a', 'renamed']));
+    await eventuallyStatus(gateway, 'renamed', 200);
+  });
+
+  it('follows a Kubernetes ConfigMap volume update (timestamped dir + ..data symlink swap), once', async () => {
+    // Exactly the kubelet's atomic writer: config.json -> ..data/config.json, ..data -> ..<ts1>.
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-configmap-'));
+    const ts1 = join(dir, '..2026_01_01_00_00_00.000000001');
+    await mkdir(ts1);
+    await writeFile(join(ts1, 'config.json'), JSON.stringify(configWith(['a'])));
+    await symlink('..2026_01_01_00_00_00.000000001', join(dir, '..data'));
+    await symlink('..data/config.json', join(dir, 'config.json'));
+    const program = spawnProgram('gateway', [
+      '-f',
+      join(dir, 'config.json'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--config-poll-secs',
+      '60',
+    ]);
+    try {
+      const proxy = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
+      const gateway = { url: `http://127.0.0.1:${String(proxy.port)}` };
+      expect(await statusFor(gateway, 'swapped')).toBe(404);
+
+      // Update: new timestamped dir, ..data_tmp -> new dir, rename over ..data, remove the old dir.
+      const ts2 = join(dir, '..2026_01_01_00_01_00.000000002');
+      await mkdir(ts2);
+      await writeFile(join(ts2, 'config.json'), JSON.stringify(configWith(['a', 'swapped'])));
+      await symlink('..2026_01_01_00_01_00.000000002', join(dir, '..data_tmp'));
+      await rename(join(dir, '..data_tmp'), join(dir, '..data'));
+      await rm(ts1, { recursive: true });
+
+      await eventuallyStatus(gateway, 'swapped', 200);
+      await sleep(600); // past the debounce: a second reload of the same content would show now
+      expect(program.logs.filter((l) => l.msg === 'configuration reloaded')).toHaveLength(1);
+    } finally {
+      await program.kill();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps serving the last good config when a reload is invalid, then recovers', async () => {
+    const gateway = await startGateway(configWith(['a']));
+    gateways.push(gateway);
+    await gateway.writeConfig({ targets: { a: { url: upstream.url, no_such_field: true } } });
+    const rejected = await gateway.program.waitForLog(
+      (l) => l.msg?.startsWith('configuration reload rejected') ?? false,
+    );
+    expect(JSON.stringify(rejected.errors)).toContain('no_such_field');
+    expect(await statusFor(gateway, 'a')).toBe(200);
+    const metrics = await gateway.metrics();
+    expect(metricValue(metrics, 'gateway_config_reloads_total', { result: 'failure' })).toBe(1);
+    // /readyz stays 200: a bad edit must not take the pod out of service.
+    expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
+
+    await gateway.writeConfig(configWith(['a', 'fixed']));
+    await eventuallyStatus(gateway, 'fixed', 200);
+  });
+
+  it('survives the file vanishing for a moment (ENOENT race) and a burst of swaps', async () => {
+    const gateway = await startGateway(configWith(['a']));
+    gateways.push(gateway);
+    await unlink(gateway.configPath);
+    await sleep(50);
+    for (let i = 1; i <= 5; i++) await gateway.writeConfig(configWith(['a', `burst${i}`]));
+    await eventuallyStatus(gateway, 'burst5', 200);
+    expect(await statusFor(gateway, 'burst4')).toBe(404);
+    // Five rapid swaps are debounced: far fewer reloads than writes.
+    await sleep(600);
+    const reloads = gateway.program.logs.filter((l) => l.msg === 'configuration reloaded').length;
+    expect(reloads).toBeGreaterThanOrEqual(1);
+    expect(reloads).toBeLessThan(5);
+  });
+
+  it('falls back to polling when no directory event can arrive', async () => {
+    // The flag points at a symlink whose target lives in another directory: the watched directory
+    // sees nothing when the target changes, so only the poll can notice.
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-poll-'));
+    const elsewhere = await mkdtemp(join(tmpdir(), 'gateway-poll-target-'));
+    await writeFile(join(elsewhere, 'real.json'), JSON.stringify(configWith(['a'])));
+    await symlink(join(elsewhere, 'real.json'), join(dir, 'config.json'));
+    const program = spawnProgram('gateway', [
+      '-f',
+      join(dir, 'config.json'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--config-poll-secs',
+      '0.5',
+    ]);
+    try {
+      const proxy = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
+      const gateway = { url: `http://127.0.0.1:${String(proxy.port)}` };
+      await writeFile(join(elsewhere, 'real.json'), JSON.stringify(configWith(['a', 'polled'])));
+      await eventuallyStatus(gateway, 'polled', 200);
+    } finally {
+      await program.kill();
+      await rm(dir, { recursive: true, force: true });
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+  });
+
+  it('does not reload with --watch false', async () => {
+    const gateway = await startGateway(configWith(['a']), { args: ['--watch', 'false'] });
+    gateways.push(gateway);
+    await gateway.writeConfig(configWith(['a', 'ignored']));
+    await sleep(1_500); // longer than the debounce and the 1 s poll the helper configures
+    expect(await statusFor(gateway, 'ignored')).toBe(404);
+    expect(gateway.program.logs.some((l) => l.msg === 'configuration reloaded')).toBe(false);
+  });
+});

@@ -1,0 +1,107 @@
+import { once } from 'node:events';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export type UpstreamHandler = (
+  req: RecordedRequest,
+  res: ServerResponse,
+  raw: IncomingMessage,
+) => void | Promise<void>;
+
+export interface RecordingUpstream {
+  server: Server;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  requests: RecordedRequest[];
+  /** Replaces the response behaviour for later requests. */
+  respondWith: (handler: UpstreamHandler) => void;
+  close: () => Promise<void>;
+}
+
+/** A JSON completion, like a provider's non-streaming answer. */
+export function jsonReply(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): UpstreamHandler {
+  return (_req, res) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      ...headers,
+    });
+    res.end(text);
+  };
+}
+
+/** Streams `frames` as SSE `data:` events, `gapMs` apart, then `[DONE]`. */
+export function sseReply(
+  frames: unknown[],
+  gapMs = 0,
+  headers: Record<string, string> = {},
+): UpstreamHandler {
+  return async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...headers });
+    for (const frame of frames) {
+      if (res.destroyed) return;
+      res.write(`data: ${JSON.stringify(frame)}\n\n`);
+      if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+    }
+    res.end('data: [DONE]\n\n');
+  };
+}
+
+/** A loopback HTTP server that records every request and answers with a programmable handler. */
+export async function startUpstream(
+  handler: UpstreamHandler = jsonReply(200, { ok: true }),
+): Promise<RecordingUpstream> {
+  const requests: RecordedRequest[] = [];
+  let current = handler;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const recorded: RecordedRequest = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
+      requests.push(recorded);
+      void Promise.resolve(current(recorded, res, req)).catch((error: unknown) => {
+        res.destroy(error instanceof Error ? error : new Error(String(error)));
+      });
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    respondWith: (next) => {
+      current = next;
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
