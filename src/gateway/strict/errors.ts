@@ -93,7 +93,11 @@ export function standardizeUpstreamError(status: number, trusted: boolean): Upst
 
 // --- embedded errors --------------------------------------------------------------------------
 
-const RATE_LIMIT_NAMES: ReadonlySet<string> = new Set(['rate_limit', 'rate_limit_error', 'rate_limit_exceeded']);
+const RATE_LIMIT_NAMES: ReadonlySet<string> = new Set([
+  'rate_limit',
+  'rate_limit_error',
+  'rate_limit_exceeded',
+]);
 const NUMERIC = /^\s*\d+\s*$/;
 
 /**
@@ -120,9 +124,14 @@ function embeddedCode(error: unknown): unknown {
     : undefined;
 }
 
+/** The status an embedded `error` value stands for, unmasked (trusted providers, standalone). */
+export function embeddedStatus(error: unknown): number {
+  return embeddedErrorStatus(embeddedCode(error));
+}
+
 /** The masked status of an embedded error from an untrusted provider. */
 export function maskedEmbeddedStatus(error: unknown): number {
-  return maskUpstreamStatus(embeddedErrorStatus(embeddedCode(error)));
+  return maskUpstreamStatus(embeddedStatus(error));
 }
 
 /**
@@ -189,8 +198,11 @@ export function standaloneUpstreamErrorBody(status: number): ErrorBody {
  * standardization and no masking, but the provider's details are not relayed either. The status the
  * code names (read as in 7.2) chooses the 4.6 replacement body.
  */
-export function standaloneEmbeddedError(error: unknown): { readonly status: number; readonly body: ErrorBody } {
-  const status = embeddedErrorStatus(embeddedCode(error));
+export function standaloneEmbeddedError(error: unknown): {
+  readonly status: number;
+  readonly body: ErrorBody;
+} {
+  const status = embeddedStatus(error);
   return { status, body: standaloneUpstreamErrorBody(status) };
 }
 

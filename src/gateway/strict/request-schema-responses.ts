@@ -180,7 +180,15 @@ export const ResponsesTextConfig = z.strictObject({
   verbosity: opt(z.enum(['low', 'medium', 'high'])),
 });
 
-export const ResponsesServiceTier = z.enum(['auto', 'default', 'flex', 'scale', 'priority', 'fast', 'ultrafast']);
+export const ResponsesServiceTier = z.enum([
+  'auto',
+  'default',
+  'flex',
+  'scale',
+  'priority',
+  'fast',
+  'ultrafast',
+]);
 
 const Includable = z.enum([
   'file_search_call.results',

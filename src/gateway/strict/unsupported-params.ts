@@ -52,7 +52,8 @@ export function checkUnsupportedParams(
   }
   const found = matches ?? NO_MATCHES;
   const rejectedNames = found.filter((m) => m.rejected).map((m) => m.name);
-  if (rejectedNames.length > 0) return { matches: found, rejection: unsupportedParamsRejection(rejectedNames) };
+  if (rejectedNames.length > 0)
+    return { matches: found, rejection: unsupportedParamsRejection(rejectedNames) };
   const refused = findRefusedParam(body);
   return { matches: found, rejection: refused === null ? null : refusedParamRejection(refused) };
 }

@@ -29,8 +29,7 @@ export interface BodyRejection {
 }
 
 export type RequestValidation<E extends StrictEndpoint> =
-  | { readonly ok: true; readonly body: StrictRequestBodies[E] }
-  | BodyRejection;
+  { readonly ok: true; readonly body: StrictRequestBodies[E] } | BodyRejection;
 
 const SCHEMAS: { readonly [E in StrictEndpoint]: z.ZodType } = {
   chat_completions: ChatCompletionRequestSchema,
