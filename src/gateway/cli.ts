@@ -62,6 +62,13 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
         `error: --port and --metrics-port must differ (both ${opts.port}): health and metrics never share the proxy port`,
       );
     }
+    if (opts.headerTimeoutSecs! > opts.requestTimeoutSecs!) {
+      throw new CommanderError(
+        EXIT_USAGE,
+        'gateway.timeouts',
+        `error: --header-timeout-secs (${opts.headerTimeoutSecs}) must not exceed --request-timeout-secs (${opts.requestTimeoutSecs})`,
+      );
+    }
     await serve(opts as GatewayOptions);
   });
   return program;

@@ -133,7 +133,11 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     options,
     upstream,
   });
-  const proxyServer = createProxyServer(handler);
+  const proxyServer = createProxyServer(handler, {
+    headerTimeoutMs: options.headerTimeoutSecs * 1000,
+    requestTimeoutMs: options.requestTimeoutSecs * 1000,
+    keepAliveTimeoutMs: options.keepAliveTimeoutSecs * 1000,
+  });
   const proxyConnections = new ConnectionTracker(proxyServer.server);
   proxyServer.onRequest((req, res) => proxyConnections.track(req, res));
   const adminServer = createAdminServer({ metrics, metricsEnabled: options.metrics, lifecycle, logger });

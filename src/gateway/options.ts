@@ -18,6 +18,12 @@ export interface GatewayOptions {
   maxBodyBytes: number;
   /** Seconds between hash-compare polls of the config file, the safety net behind the watcher. */
   configPollSecs: number;
+  /** A client must send all request headers within this time. */
+  headerTimeoutSecs: number;
+  /** A client must send the whole request (headers and body) within this time. */
+  requestTimeoutSecs: number;
+  /** Idle time after which a keep-alive client connection is closed. */
+  keepAliveTimeoutSecs: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
@@ -34,6 +40,9 @@ export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
   enforceBatchInflight: false,
   maxBodyBytes: 32 * 1024 * 1024,
   configPollSecs: 15,
+  headerTimeoutSecs: 30,
+  requestTimeoutSecs: 120,
+  keepAliveTimeoutSecs: 65,
 };
 
 function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -154,5 +163,17 @@ export function gatewayOptionDefinitions(): Option[] {
       .env('GATEWAY_CONFIG_POLL_SECS')
       .default(d.configPollSecs)
       .argParser(seconds('--config-poll-secs', { positive: true })),
+    new Option('--header-timeout-secs <seconds>', 'a client must send its request headers within this time')
+      .env('GATEWAY_HEADER_TIMEOUT_SECS')
+      .default(d.headerTimeoutSecs)
+      .argParser(seconds('--header-timeout-secs', { positive: true })),
+    new Option('--request-timeout-secs <seconds>', 'a client must send its whole request within this time (responses are not limited)')
+      .env('GATEWAY_REQUEST_TIMEOUT_SECS')
+      .default(d.requestTimeoutSecs)
+      .argParser(seconds('--request-timeout-secs', { positive: true })),
+    new Option('--keep-alive-timeout-secs <seconds>', 'idle keep-alive client connections are closed after this time; keep it above the idle timeout of load balancers in front')
+      .env('GATEWAY_KEEP_ALIVE_TIMEOUT_SECS')
+      .default(d.keepAliveTimeoutSecs)
+      .argParser(seconds('--keep-alive-timeout-secs', { positive: true })),
   ];
 }

@@ -2,17 +2,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** Server-side timeouts: a slow or idle client cannot hold a socket forever. */
-export const SERVER_TIMEOUTS = {
-  /** All request headers must arrive within this time. */
-  headersTimeoutMs: 30_000,
-  /** The whole request (headers and body) must arrive within this time; responses are not limited. */
-  requestTimeoutMs: 120_000,
-  /** Above the 60 s idle timeout of common load balancers, so they never reuse a socket we closed. */
-  keepAliveTimeoutMs: 65_000,
-  maxHeadersCount: 200,
-  maxHeaderSize: 32 * 1024,
-} as const;
+/** Server-side limits: a slow or idle client cannot hold a socket forever. */
+export interface ClientTimeouts {
+  headerTimeoutMs: number;
+  /** Covers receiving the request only: streamed responses are not limited by it. */
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+const MAX_HEADERS_COUNT = 200;
+const MAX_HEADER_BYTES = 32 * 1024;
 
 export interface ProxyServer {
   server: Server;
@@ -20,17 +19,22 @@ export interface ProxyServer {
   onRequest(observer: RequestHandler): void;
 }
 
-export function createProxyServer(handler: RequestHandler): ProxyServer {
+export function createProxyServer(handler: RequestHandler, timeouts: ClientTimeouts): ProxyServer {
   const observers: RequestHandler[] = [];
   const server = createServer(
-    { maxHeaderSize: SERVER_TIMEOUTS.maxHeaderSize, requestTimeout: SERVER_TIMEOUTS.requestTimeoutMs },
+    {
+      maxHeaderSize: MAX_HEADER_BYTES,
+      requestTimeout: timeouts.requestTimeoutMs,
+      headersTimeout: timeouts.headerTimeoutMs,
+      // How often expired header/request timers are enforced (Node's default is 30 s).
+      connectionsCheckingInterval: 1_000,
+    },
     (req, res) => {
       for (const observe of observers) observe(req, res);
       handler(req, res);
     },
   );
-  server.headersTimeout = SERVER_TIMEOUTS.headersTimeoutMs;
-  server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeoutMs;
-  server.maxHeadersCount = SERVER_TIMEOUTS.maxHeadersCount;
+  server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;
+  server.maxHeadersCount = MAX_HEADERS_COUNT;
   return { server, onRequest: (observer) => observers.push(observer) };
 }

@@ -8,6 +8,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
 import { authenticate } from './authenticate.js';
 import { admit } from './admit.js';
+import { isPromise } from '../limits/types.js';
 import { RequestContext, type Traffic } from './context.js';
 import { dispatch } from './dispatch.js';
 import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } from './errors.js';
@@ -82,7 +83,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
 
   if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
 
-  const refusal = await admit(ctx);
+  const admitted = admit(ctx);
+  const refusal = isPromise(admitted) ? await admitted : admitted;
   if (refusal) {
     if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.model });
     return reject(ctx, refusalError(refusal), deps);
