@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { jsonErrorOffset } from './json-error.js';
 import { collectIssues, configErrorMap, formatPath, type ConfigIssue, type PathSegment } from './issues.js';
 import { GatewayConfigEnvelopeSchema, GatewayConfigSchema, type GatewayConfig } from './schema.js';
 
@@ -54,6 +55,12 @@ function yamlDocument(text: string): { document: Document; lineCounter: LineCoun
   return { document, lineCounter };
 }
 
+/** The YAML library recurses in places; a pathological document must still become an issue. */
+function failure(prefix: string, error: unknown): ParseOutcome {
+  const message = error instanceof Error ? error.message : String(error);
+  return { ok: false, issues: [{ path: '$', message: `${prefix}: ${message}` }] };
+}
+
 function syntaxIssue(format: Format, message: string, at: { line: number; column: number }): ConfigIssue {
   const label = format === 'json' ? 'JSON' : 'YAML';
   return {
@@ -64,7 +71,13 @@ function syntaxIssue(format: Format, message: string, at: { line: number; column
 }
 
 function parseYaml(text: string): ParseOutcome {
-  const { document, lineCounter } = yamlDocument(text);
+  let parsed: { document: Document; lineCounter: LineCounter };
+  try {
+    parsed = yamlDocument(text);
+  } catch (error) {
+    return failure('YAML error', error);
+  }
+  const { document, lineCounter } = parsed;
   if (document.errors.length > 0)
     return {
       ok: false,
@@ -83,8 +96,7 @@ function parseYaml(text: string): ParseOutcome {
     };
   } catch (error) {
     // toJS throws on alias bombs and unresolvable aliases; the document itself parsed.
-    const message = error instanceof Error ? error.message : String(error);
-    return { ok: false, issues: [{ path: '$', message: `YAML error: ${message}` }] };
+    return failure('YAML error', error);
   }
 }
 
@@ -94,10 +106,12 @@ function offsetPosition(text: string, offset: number): { line: number; column: n
   return { line: before.split('\n').length, column: offset - lineStart + 1 };
 }
 
-/** Offset of a JSON.parse failure, read from V8's message ("... at position 12 ..."). */
-function jsonErrorOffset(message: string, text: string): number {
-  const match = /at position (\d+)/.exec(message);
-  return match ? Number(match[1]) : text.length;
+/** V8's JSON message without its position and source excerpt, which the issue states its own way. */
+function jsonErrorMessage(raw: string): string {
+  return raw
+    .replace(/,\s*".*is not valid JSON$/s, '')
+    .replace(/\s*(in JSON )?at position \d+( \(line \d+ column \d+\))?/, '')
+    .trim();
 }
 
 function parseJson(text: string): ParseOutcome {
@@ -106,15 +120,18 @@ function parseJson(text: string): ParseOutcome {
     value = JSON.parse(text);
   } catch (error) {
     const raw = error instanceof Error ? error.message : String(error);
-    const message = raw.replace(/\s*(in JSON )?at position \d+( \(line \d+ column \d+\))?/, '');
-    return {
-      ok: false,
-      issues: [syntaxIssue('json', message, offsetPosition(text, jsonErrorOffset(raw, text)))],
-    };
+    const offset = jsonErrorOffset(text) ?? text.length;
+    return { ok: false, issues: [syntaxIssue('json', jsonErrorMessage(raw), offsetPosition(text, offset))] };
   }
   // JSON.parse keeps the last of two equal keys without a word; the YAML reading of the same text
-  // notices them (and gives the lines for validation issues).
-  const { document, lineCounter } = yamlDocument(text);
+  // notices them (and gives the lines for validation issues). Without it, issues have no position.
+  let parsed: { document: Document; lineCounter: LineCounter };
+  try {
+    parsed = yamlDocument(text);
+  } catch {
+    return { ok: true, parsed: { value, document: undefined, lineCounter: new LineCounter() } };
+  }
+  const { document, lineCounter } = parsed;
   const duplicates = document.errors.filter((error) => error.code === 'DUPLICATE_KEY');
   if (duplicates.length > 0)
     return {
