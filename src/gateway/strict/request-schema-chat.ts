@@ -280,7 +280,7 @@ export const ChatCompletionRequestSchema = z.strictObject({
   ...ChatCompletionReferenceShape,
 });
 
-const ChatCompletionReferenceSchema = z.strictObject(ChatCompletionReferenceShape);
+export const ChatCompletionReferenceSchema = z.strictObject(ChatCompletionReferenceShape);
 
 /** A request that passed the strict schema: the reference fields plus the admitted extension names. */
 export type ChatCompletionRequest = z.output<typeof ChatCompletionReferenceSchema> &

@@ -160,7 +160,8 @@ function issueMessage(issue: Issue): string {
     const options = issue.options ?? [];
     return `invalid value; expected one of ${options.map((o) => JSON.stringify(o)).join(', ')}`;
   }
-  const message = issue.message;
+  // zod's "Invalid input: expected int, received number" -> "expected int, received number".
+  const message = issue.message.replace(/^Invalid (input|option): /, '');
   return message.length > 0 ? message.charAt(0).toLowerCase() + message.slice(1) : 'invalid value';
 }
 

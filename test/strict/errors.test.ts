@@ -1,0 +1,249 @@
+import { describe, expect, it } from 'vitest';
+import {
+  STRICT_STATUS_TABLE,
+  UPSTREAM_REJECTED_MESSAGE,
+  describeStatus,
+  embeddedErrorEvent,
+  embeddedErrorStatus,
+  invalidUpstreamResponseBody,
+  invalidUpstreamResponseEvent,
+  maskUpstreamStatus,
+  standaloneEmbeddedError,
+  standaloneEmbeddedErrorEvent,
+  standaloneUpstreamErrorBody,
+  standardErrorBody,
+  standardizeEmbeddedError,
+  standardizeUpstreamError,
+} from '../../src/gateway/strict/errors.js';
+
+/** The data of one SSE event as JSON. */
+function eventData(event: string): unknown {
+  expect(event.startsWith('data: ')).toBe(true);
+  expect(event.endsWith('\n\n')).toBe(true);
+  expect(event.slice(6, -2)).not.toContain('\n');
+  return JSON.parse(event.slice(6, -2));
+}
+
+describe('spec 7.2 status table', () => {
+  it.each([
+    [400, 'invalid_request_error', 'Invalid request'],
+    [401, 'authentication_error', 'Authentication failed'],
+    [403, 'permission_error', 'Permission denied'],
+    [404, 'not_found_error', 'Not found'],
+    [429, 'rate_limit_error', 'Rate limit exceeded'],
+    [500, 'api_error', 'Internal server error'],
+    [502, 'api_error', 'Bad gateway'],
+    [503, 'api_error', 'Service unavailable'],
+  ])('%i -> %s / %s', (status, type, message) => {
+    expect(describeStatus(status)).toEqual({ type, message });
+    expect(STRICT_STATUS_TABLE.get(status)).toEqual({ type, message });
+    expect(standardErrorBody(status)).toEqual({ error: { message, type, param: null, code: null } });
+  });
+
+  it('the table holds exactly the spec rows', () => {
+    expect([...STRICT_STATUS_TABLE.keys()].sort()).toEqual([400, 401, 403, 404, 429, 500, 502, 503]);
+  });
+
+  it.each([
+    [402, 'invalid_request_error', 'Invalid request'],
+    [405, 'invalid_request_error', 'Invalid request'],
+    [408, 'invalid_request_error', 'Request timeout'],
+    [409, 'invalid_request_error', 'Invalid request'],
+    [413, 'invalid_request_error', 'Request too large'],
+    [415, 'invalid_request_error', 'Invalid request'],
+    [422, 'invalid_request_error', 'Invalid request'],
+    [451, 'invalid_request_error', 'Invalid request'],
+    [501, 'api_error', 'Internal server error'],
+    [504, 'api_error', 'Gateway timeout'],
+    [529, 'overloaded_error', 'Overloaded'],
+    [599, 'api_error', 'Internal server error'],
+    [302, 'api_error', 'Internal server error'],
+    [700, 'api_error', 'Internal server error'],
+  ])('outside the table: %i -> %s / %s', (status, type, message) => {
+    expect(describeStatus(status)).toEqual({ type, message });
+  });
+});
+
+describe('account-class masking (untrusted upstreams)', () => {
+  it.each([
+    [401, 502],
+    [402, 502],
+    [403, 502],
+    [451, 502],
+    [408, 504],
+    [400, 400],
+    [404, 404],
+    [413, 413],
+    [422, 422],
+    [429, 429],
+  ])('spec row: %i -> %i', (upstream, surfaced) => {
+    expect(maskUpstreamStatus(upstream)).toBe(surfaced);
+  });
+
+  it.each([
+    [405, 502],
+    [409, 502],
+    [410, 502],
+    [415, 502],
+    [418, 502],
+    [499, 502],
+    [500, 500],
+    [501, 501],
+    [502, 502],
+    [503, 503],
+    [504, 504],
+    [529, 529],
+    [599, 599],
+    [302, 502],
+    [100, 502],
+    [600, 502],
+  ])('decided: %i -> %i', (upstream, surfaced) => {
+    expect(maskUpstreamStatus(upstream)).toBe(surfaced);
+  });
+});
+
+describe('standardizeUpstreamError', () => {
+  it.each([
+    [401, 502, 'api_error', 'Bad gateway'],
+    [403, 502, 'api_error', 'Bad gateway'],
+    [408, 504, 'api_error', 'Gateway timeout'],
+    [400, 400, 'invalid_request_error', 'Invalid request'],
+    [429, 429, 'rate_limit_error', 'Rate limit exceeded'],
+    [503, 503, 'api_error', 'Service unavailable'],
+    [500, 500, 'api_error', 'Internal server error'],
+  ])('untrusted %i: masked to %i, then the table', (upstream, status, type, message) => {
+    expect(standardizeUpstreamError(upstream, false)).toEqual({
+      kind: 'standardized',
+      status,
+      body: { error: { message, type, param: null, code: null } },
+    });
+  });
+
+  it.each([400, 401, 402, 403, 404, 408, 429, 451, 500, 503, 529])(
+    'trusted %i: passes through with its own status, unmasked',
+    (status) => {
+      expect(standardizeUpstreamError(status, true)).toEqual({ kind: 'passthrough', status });
+    },
+  );
+});
+
+describe('embedded error codes', () => {
+  it.each<[unknown, number]>([
+    [429, 429],
+    [503, 503],
+    [401, 401],
+    [400, 400],
+    ['429', 429],
+    [' 502 ', 502],
+    ['rate_limit', 429],
+    ['rate_limit_error', 429],
+    ['rate_limit_exceeded', 429],
+    ['RATE_LIMIT_EXCEEDED', 429],
+    ['server_error', 500],
+    ['context_length_exceeded', 500],
+    ['', 500],
+    [null, 500],
+    [undefined, 500],
+    [200, 500],
+    [42, 500],
+    [600, 500],
+    [429.5, 500],
+    ['4O4', 500],
+    [true, 500],
+    [{ status: 429 }, 500],
+  ])('code %j reads as %i', (code, status) => {
+    expect(embeddedErrorStatus(code)).toBe(status);
+  });
+
+  it.each<[unknown, number, string, string]>([
+    [429, 429, 'rate_limit_error', 'Rate limit exceeded'],
+    ['rate_limit_exceeded', 429, 'rate_limit_error', 'Rate limit exceeded'],
+    ['401', 502, 'api_error', 'Bad gateway'],
+    [403, 502, 'api_error', 'Bad gateway'],
+    [402, 502, 'api_error', 'Bad gateway'],
+    [451, 502, 'api_error', 'Bad gateway'],
+    [408, 504, 'api_error', 'Gateway timeout'],
+    [400, 400, 'invalid_request_error', 'Invalid request'],
+    [413, 413, 'invalid_request_error', 'Request too large'],
+    ['server_error', 500, 'api_error', 'Internal server error'],
+    [503, 503, 'api_error', 'Service unavailable'],
+    [undefined, 500, 'api_error', 'Internal server error'],
+  ])('untrusted event for code %j: code %i, generic message', (code, status, type, message) => {
+    const providerError = { message: 'key sk-secret has no quota on account 42', type: 'x', code };
+    const event = embeddedErrorEvent(providerError, false);
+    expect(eventData(event)).toEqual({ error: { message, type, param: null, code: status } });
+    expect(event).not.toContain('sk-secret');
+  });
+
+  it('untrusted event for an error given as a bare string', () => {
+    expect(eventData(embeddedErrorEvent('upstream exploded', false))).toEqual({
+      error: { message: 'Internal server error', type: 'api_error', param: null, code: 500 },
+    });
+  });
+
+  it('trusted event forwards the provider error verbatim, with only `error` in the data', () => {
+    const providerError = {
+      message: 'quota exhausted',
+      type: 'insufficient_quota',
+      param: null,
+      code: '402',
+      x: 1,
+    };
+    expect(eventData(embeddedErrorEvent(providerError, true))).toEqual({ error: providerError });
+  });
+
+  it('200 JSON body with error: masked for untrusted, passthrough for trusted', () => {
+    expect(standardizeEmbeddedError({ code: 'rate_limit' }, false)).toEqual({
+      kind: 'standardized',
+      status: 429,
+      body: { error: { message: 'Rate limit exceeded', type: 'rate_limit_error', param: null, code: null } },
+    });
+    expect(standardizeEmbeddedError({ code: 401 }, false)).toMatchObject({ status: 502 });
+    expect(standardizeEmbeddedError({ code: 401 }, true)).toEqual({ kind: 'passthrough', status: 200 });
+  });
+});
+
+describe('standalone sanitization bodies (4.6)', () => {
+  it.each([400, 401, 403, 404, 408, 413, 422, 429, 451, 499])(
+    '%i -> the fixed upstream_error object',
+    (status) => {
+      expect(standaloneUpstreamErrorBody(status)).toEqual({
+        error: {
+          message: UPSTREAM_REJECTED_MESSAGE,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'upstream_error',
+        },
+      });
+      expect(UPSTREAM_REJECTED_MESSAGE).toBe('The upstream provider rejected the request.');
+    },
+  );
+
+  it.each([500, 502, 503, 504, 529, 301, 600])('%i -> the generic internal error', (status) => {
+    expect(standaloneUpstreamErrorBody(status)).toEqual({
+      error: { message: 'Internal server error', type: 'api_error', param: null, code: null },
+    });
+  });
+
+  it('embedded errors: the status their code names, unmasked, and the replacement body', () => {
+    expect(standaloneEmbeddedError({ code: 401, message: 'secret' })).toEqual({
+      status: 401,
+      body: standaloneUpstreamErrorBody(401),
+    });
+    expect(standaloneEmbeddedError({ code: 'overloaded' }).status).toBe(500);
+    const event = standaloneEmbeddedErrorEvent({ code: 429, message: 'secret detail' });
+    expect(eventData(event)).toEqual(standaloneUpstreamErrorBody(429));
+    expect(event).not.toContain('secret');
+  });
+});
+
+describe('undeserializable upstream responses', () => {
+  it('502 Bad gateway as a body and as an event with numeric code', () => {
+    expect(invalidUpstreamResponseBody()).toEqual({
+      error: { message: 'Bad gateway', type: 'api_error', param: null, code: null },
+    });
+    expect(eventData(invalidUpstreamResponseEvent())).toEqual({
+      error: { message: 'Bad gateway', type: 'api_error', param: null, code: 502 },
+    });
+  });
+});
