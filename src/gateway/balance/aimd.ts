@@ -11,7 +11,9 @@ import { deferPreferred, type PriorityReorder, type Random } from './strategies.
  * sliding window; the breach rate over it drives the share:
  *
  * - decrease: at least `min_samples` outcomes and rate > `breach_rate_target`: f = max(floor,
- *   f * decay), window cleared, dwell restarted. Evaluated when an outcome arrives.
+ *   f * decay), window cleared, dwell restarted. Evaluated when an outcome arrives and not held
+ *   back by the dwell (the 3.1 row has no time condition): clearing the window already spaces two
+ *   decreases by `min_samples` fresh outcomes, and a slow provider should lose traffic at once.
  * - increase: rate <= `recovery_breach_rate` (with at least `min_samples` outcomes) continuously for
  *   `dwell_ms`, counted from the later of the last adjustment and the start of the healthy period:
  *   f = min(1, f + step), window kept, dwell restarted.
@@ -22,8 +24,9 @@ import { deferPreferred, type PriorityReorder, type Random } from './strategies.
  * Time-driven transitions are evaluated lazily, whenever the controller is touched (an outcome,
  * `preferFirst`, `tick`). The window only changes with outcomes, so the state is constant between
  * two touches and every interval boundary that passed in between is applied at once, at the time
- * it fell due. Touching the controller more or less often therefore never changes its decisions;
- * `tick` only exists so the exported gauge moves while a pool sees no traffic.
+ * it fell due. Touching the controller more or less often therefore never changes its decisions
+ * (`dwell_ms: 0` aside, see `#earn`); `tick` only exists so the exported gauge moves while a pool
+ * sees no traffic.
  */
 
 /** Outcome class of one attempt (spec 3.1). `unknown` is excluded from the breach rate. */
