@@ -167,6 +167,17 @@ describe('document shape', () => {
     ]);
   });
 
+  it('refuses YAML values JSON cannot hold, with plain messages', () => {
+    const text = 'targets:\n  a:\n    url: http://a\n    inflight_limit: .inf\n    trusted: yes\n';
+    expect(issues(parseConfigText(text, 'c.yaml')).map(({ path, message }) => ({ path, message }))).toEqual([
+      { path: '$.targets.a.trusted', message: 'must be a boolean (true or false), got the string "yes"' },
+      {
+        path: '$.targets.a.inflight_limit',
+        message: 'must be a finite number, got Infinity',
+      },
+    ]);
+  });
+
   it('places a missing field at its parent object', () => {
     const [issue] = issues(
       parseConfigText('targets:\n  sim:\n    rate_limit:\n      burst_size: 1\n', 'c.yaml'),

@@ -29,6 +29,8 @@ describe('valid configurations', () => {
   const valid: [string, Json][] = [
     ['a single-provider target', withTargets({ sim: single() })],
     ['a pool', withTargets({ p: pool() })],
+    ['a Kubernetes service url', withTargets({ a: single({ url: 'http://vllm.inference.svc:8000' }) })],
+    ['an IPv6 url', withTargets({ a: single({ url: 'https://[::1]:8443/v1' }) })],
     ['a pool with one provider', withTargets({ p: pool({}, [{ url: 'http://a.example' }]) })],
     [
       'literal keys and key definition names',

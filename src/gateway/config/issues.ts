@@ -129,6 +129,8 @@ export const configErrorMap: z.core.$ZodErrorMap = (issue) => {
   switch (issue.code) {
     case 'invalid_type':
       if (issue.input === undefined) return 'is required';
+      if (typeof issue.input === 'number' && !Number.isFinite(issue.input))
+        return `must be a finite number, got ${String(issue.input)}`;
       if (issue.expected === 'int' && typeof issue.input === 'number')
         return `must be an integer, got ${describeValue(issue.input)}`;
       return `must be ${expectedPhrase(issue.expected)}, got ${describeValue(issue.input)}`;
