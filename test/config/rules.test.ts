@@ -455,6 +455,11 @@ const invalid: Case[] = [
     [['$.targets.p.providers[0].url', 'must not carry a query string or fragment']],
   ],
   [
+    'an empty gateway_key',
+    withTargets({ a: single({ gateway_key: '' }) }),
+    [['$.targets.a.gateway_key', 'must not be empty']],
+  ],
+  [
     'an empty gateway_model',
     withTargets({ a: single({ gateway_model: '' }) }),
     [['$.targets.a.gateway_model', 'must not be empty']],

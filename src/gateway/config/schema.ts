@@ -7,8 +7,9 @@
  * Every object is strict (an unknown field is an error, so a typo never silently disables a
  * setting). Rules that span several fields are `superRefine` checks placed on the smallest object
  * that holds all the fields involved, so one broken target does not hide the rule violations of
- * another. zod runs a refinement only when the object's own fields parsed, which is why a config
- * with a shape error reports that first and its cross-field errors once the shape is fixed.
+ * another. zod runs a refinement only when the object's fields parsed (an unknown key does not stop
+ * it; `issues.ts` holds back what it then reports), so a config with a type error reports that
+ * first and its cross-field errors once the types are fixed.
  */
 import { z } from 'zod';
 import { UNSUPPORTED_PARAM_NAMES } from '../strict/unsupported-params-catalog.js';
@@ -116,7 +117,10 @@ function uniqueItems<T extends string | number>(what: string) {
 /** Marks a field that exists elsewhere in the file, so its misplaced use gets a pointed message. */
 const globalOnly = () =>
   z
-    .never({ error: '`strict_mode` is global only: set it at the root of the config, not inside a target' })
+    .never({
+      error:
+        '`strict_mode` is global only: set it at the root of the config, not inside a target or provider entry',
+    })
     .optional()
     .describe('Not valid here: strict mode is global. Set `strict_mode` at the root of the config.');
 
@@ -619,12 +623,9 @@ function upstreamFields(scope: 'target' | 'provider') {
   const inherits = (what: string): string =>
     onProvider ? ` Overrides the pool's ${what} for this provider.` : '';
   return {
-    gateway_key: z
-      .string()
-      .optional()
-      .describe(
-        `API key sent to the upstream in \`upstream_auth_header_name\`. Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
-      ),
+    gateway_key: NonEmptyString.optional().describe(
+      `API key sent to the upstream in \`upstream_auth_header_name\`. Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
+    ),
     gateway_model: NonEmptyString.optional().describe(
       `Model name written into the forwarded request's \`model\` field; absent: the client's value is sent.${inherits('`gateway_model`')}`,
     ),
