@@ -270,7 +270,9 @@ export class Engine {
     const batch = this.batch;
     this.batch = [];
     for (const seq of batch) {
-      if (seq.state === 'running') this.emit(seq, now);
+      // A client that started applying backpressure during the step gets its token later.
+      if (seq.state !== 'running' || (seq.started && seq.events.isBlocked())) continue;
+      this.emit(seq, now);
     }
     if (this.alive) this.beginStep();
   };

@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ROOT, spawnProgram } from '../helpers/process.js';
+import { startSim } from '../helpers/sim.js';
+import { getJson, writeModels, zeroLatencyModel } from './support.js';
+
+const VERSION = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version: string }).version;
+
+describe('sim command line', () => {
+  it('prints the package version', async () => {
+    const program = spawnProgram('sim', ['--version']);
+    expect((await program.exited).code).toBe(0);
+    expect(program.text().trim()).toBe(VERSION);
+  });
+
+  it.each([
+    [['serve', '--bogus']],
+    [['serve', '--port', 'eighty']],
+    [['serve', '--port', '70000']],
+    [['serve', '--max-waiting', '-3']],
+    [['serve', '--reasoning-field', 'thoughts']],
+    [['frobnicate']],
+  ])('exits 2 with a message on bad usage: %j', async (args) => {
+    const program = spawnProgram('sim', args);
+    expect((await program.exited).code).toBe(2);
+    expect(program.text()).toMatch(/error/i);
+  });
+
+  it('fails startup (exit 1) naming the file and the unknown key', async () => {
+    const { files } = writeModels({ 'bad.toml': 'name = "x"\n[latency]\ndecode_msec = 3\n' });
+    const program = spawnProgram('sim', ['serve', '--port', '0', '--model', files[0]!]);
+    expect((await program.exited).code).toBe(1);
+    const fatal = program.logs.find((l) => l.level === 'fatal');
+    expect(String(fatal?.msg)).toContain(files[0]!);
+    expect(String(fatal?.msg)).toContain('unknown key "latency.decode_msec"');
+  });
+
+  it('fails startup on an invalid [fault] block', async () => {
+    const { files } = writeModels({ 'f.toml': 'name = "x"\n[fault]\nmode = "explode"\n' });
+    const program = spawnProgram('sim', ['serve', '--port', '0', '--model', files[0]!]);
+    expect((await program.exited).code).toBe(1);
+    expect(String(program.logs.find((l) => l.level === 'fatal')?.msg)).toContain('fault.mode');
+  });
+
+  it('logs the loaded models and the actual port, serves them, and exits 0 on SIGTERM', async () => {
+    const { dir } = writeModels({ 'a.toml': zeroLatencyModel('alpha'), 'b.toml': zeroLatencyModel('beta') });
+    const sim = await startSim(['--models', dir, '--max-waiting', '7']);
+    try {
+      const loaded = sim.program.logs.find((l) => l.msg === 'models loaded');
+      expect(
+        (loaded?.models as { name: string; max_waiting: number }[]).map((m) => [m.name, m.max_waiting]),
+      ).toEqual([
+        ['alpha', 7],
+        ['beta', 7],
+      ]);
+      const models = (await getJson(sim.baseUrl, '/v1/models')) as { object: string; data: { id: string }[] };
+      expect(models.object).toBe('list');
+      expect(models.data.map((m) => m.id)).toEqual(['alpha', 'beta']);
+      const capacity = (await getJson(sim.baseUrl, '/control/capacity')) as { max_waiting: number }[];
+      expect(capacity.map((c) => c.max_waiting)).toEqual([7, 7]);
+      sim.program.proc.kill('SIGTERM');
+      expect(await sim.program.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await sim.stop();
+    }
+  });
+
+  it('serves the built-in model "sim" when no model is given, and exits 0 on SIGINT', async () => {
+    const sim = await startSim();
+    try {
+      const models = (await getJson(sim.baseUrl, '/v1/models')) as { data: { id: string }[] };
+      expect(models.data.map((m) => m.id)).toEqual(['sim']);
+      sim.program.proc.kill('SIGINT');
+      expect((await sim.program.exited).code).toBe(0);
+    } finally {
+      await sim.stop();
+    }
+  });
+});
