@@ -5,6 +5,8 @@ import { compileRuntime, type CompiledTable } from './config/compile.js';
 import { loadConfigFile, parseConfigText } from './config/load.js';
 import type { ConfigIssue } from './config/issues.js';
 import { ConfigWatcher } from './config/watch.js';
+import { AimdMetrics } from './balance/aimd-metrics.js';
+import { AimdRegistry } from './balance/aimd-registry.js';
 import { createAdminServer } from './http/admin-server.js';
 import { ConnectionTracker } from './http/connection-tracker.js';
 import { createProxyServer } from './http/proxy-server.js';
@@ -67,9 +69,11 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   if (!initial.ok) throw new ConfigLoadError(options.targets, initial.issues);
 
   const upstream = new UpstreamClient();
+  const aimd = new AimdRegistry({ metrics: new AimdMetrics(metrics.registry, metrics.prefix) });
   const compileOptions = {
     enforceBatchInflight: options.enforceBatchInflight,
     batchLimiter: deps.batchLimiter,
+    aimd,
   };
   const compiled = compileRuntime(initial.config, initial.hash, undefined, compileOptions);
   if (!compiled.ok) throw new ConfigLoadError(options.targets, compiled.issues);
@@ -160,6 +164,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
         'listening',
       );
       if (options.watch) watcher.start();
+      aimd.start();
       lifecycle.enter('serving');
       return { port, adminPort };
     },
@@ -167,6 +172,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     shutdown(reason) {
       shutdownPromise ??= (async () => {
         watcher.stop();
+        aimd.stop();
         return runShutdown(
           {
             lifecycle,

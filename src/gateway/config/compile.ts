@@ -1,4 +1,5 @@
 import { buildKeyIndex } from '../auth/keys.js';
+import { describePool, type AimdRegistry } from '../balance/aimd-registry.js';
 import { parseEndpoint } from '../http/upstream.js';
 import type { BatchLimiterFactory } from '../limits/batch.js';
 import { LimiterRegistry, limiterId, type LimiterRegistryBuilder } from '../limits/registry.js';
@@ -28,6 +29,8 @@ export interface CompileOptions {
   enforceBatchInflight: boolean;
   /** An embedding program's batch limiter; when given it replaces the built-in counter. */
   batchLimiter: BatchLimiterFactory | undefined;
+  /** Share controllers across reloads; absent when compiling only to check a file. */
+  aimd: AimdRegistry | undefined;
 }
 
 export type CompileResult = { ok: true; table: CompiledTable } | { ok: false; issues: ConfigIssue[] };
@@ -88,9 +91,14 @@ export function compileRuntime(
 
   const routes = new Map<string, AliasRoute>();
   const targetKeys = Object.keys(config.targets);
+  const modelOf = (key: string): string => requestClassOf(key, targetKeys)?.alias ?? key;
+  // Last of the stateful steps: rebuilding parks and retires controllers of the previous table.
+  const shares = options.aimd?.rebuild(
+    Object.entries(config.targets).map(([key, target]) => describePool(key, modelOf(key), target)),
+  );
   for (const [key, target] of Object.entries(config.targets)) {
     // A request-class pool `llama:interactive` belongs to alias `llama` (its `model` label).
-    const model = requestClassOf(key, targetKeys)?.alias ?? key;
+    const model = modelOf(key);
     // Spec 2.2 rule 3: in-flight and batch caps come from the alias's default pool.
     const defaultPool = config.targets[model] ?? target;
     const auth = keys.target(key)!;
@@ -114,6 +122,7 @@ export function compileRuntime(
       strategy: strategyOf(target),
       providers,
       fallback: compileFallback(target.fallback, providers.length),
+      share: shares?.get(key),
     });
   }
 

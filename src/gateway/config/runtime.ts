@@ -1,4 +1,5 @@
 import type { KeyIndex, TargetAuth } from '../auth/keys.js';
+import type { ShareController } from '../balance/aimd.js';
 import type { UpstreamEndpoint } from '../http/upstream.js';
 import type { BatchLimiter, ConcurrencyLimiter, InflightLimiter, RateLimiter } from '../limits/types.js';
 
@@ -54,6 +55,8 @@ export interface AliasRoute {
   readonly strategy: Strategy;
   readonly providers: readonly ProviderRoute[];
   readonly fallback: FallbackPolicy | undefined;
+  /** The first-token share controller of an eligible priority pool (spec 3.1). */
+  readonly share: ShareController | undefined;
 }
 
 export interface ProviderRoute {

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AliasRoute, RuntimeTable } from '../config/runtime.js';
 import type { KeyIdentity } from '../auth/keys.js';
 import type { Grant } from '../limits/types.js';
+import type { StrictEndpoint } from '../strict/index.js';
 
 export type Traffic = 'realtime' | 'dispatched';
 
@@ -21,6 +22,8 @@ export class RequestContext {
   body: Buffer = Buffer.alloc(0);
   /** The parsed JSON body, when it was parsed (at most once). */
   json: Record<string, unknown> | undefined;
+  /** In strict mode, the supported endpoint the path names (spec 4.5). */
+  strictEndpoint: StrictEndpoint | undefined;
   private grants: Grant[] = [];
   private inflightCounted = false;
   private closed = false;

@@ -1,104 +1,134 @@
-import type { Dispatcher } from 'undici';
+import { attemptOrder } from '../balance/strategies.js';
 import type { ProviderRoute } from '../config/runtime.js';
-import { forwardRequestHeaders } from '../http/headers.js';
-import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { GatewayMetrics } from '../telemetry/metrics.js';
+import type { UpstreamClient } from '../http/upstream.js';
+import { GrantSet } from '../limits/grant-set.js';
+import { isPromise, type Refusal } from '../limits/types.js';
+import { Attempt, send } from './attempt.js';
+import type { CommitDeps } from './commit.js';
 import type { RequestContext } from './context.js';
 import { gatewayErrors, refusalError, type GatewayError } from './errors.js';
-import { passThrough } from './respond.js';
-import { isPromise } from '../limits/types.js';
+import { parseJsonBody } from './resolve.js';
+import { responseModeFor } from './response-mode.js';
+import { serveResponse, type AbandonReason } from './serve.js';
 
-export interface DispatchDeps {
+export interface DispatchDeps extends CommitDeps {
   upstream: UpstreamClient;
-  logger: Logger;
-  metrics: GatewayMetrics;
+  sseBufferLimit: number;
 }
 
-/** What one upstream attempt produced. */
-export type AttemptOutcome =
-  | { kind: 'response'; response: Dispatcher.ResponseData }
-  | { kind: 'connection_error'; error: Error & { code?: string } }
-  | { kind: 'client_gone' };
-
-const BODYLESS_METHODS = new Set(['GET', 'HEAD']);
-
-/**
- * The body to send to a provider: the client's bytes unchanged, unless the provider has a
- * `gateway_model` (spec 4.4 rule 3) and the body is a JSON object, in which case `model` is
- * replaced and the object re-serialized.
- */
-export function bodyFor(ctx: RequestContext, provider: ProviderRoute): Buffer | undefined {
-  if (ctx.body.length === 0) return undefined;
-  if (provider.gatewayModel === undefined || ctx.json === undefined) return ctx.body;
-  return Buffer.from(JSON.stringify({ ...ctx.json, model: provider.gatewayModel }));
-}
-
-/** Sends the request to one provider; never throws. */
-export async function attempt(
-  ctx: RequestContext,
-  provider: ProviderRoute,
-  deps: DispatchDeps,
-): Promise<AttemptOutcome> {
-  const method = ctx.req.method ?? 'GET';
-  const headers = forwardRequestHeaders(ctx.req.headers, undefined);
-  if (provider.authHeader) headers[provider.authHeader[0]] = provider.authHeader[1];
-  const body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);
-  try {
-    const response = await deps.upstream.request({
-      origin: provider.endpoint.origin,
-      path: upstreamPath(provider.endpoint, ctx.req.url ?? '/'),
-      method: method as Dispatcher.HttpMethod,
-      headers,
-      body: body ?? null,
-      signal: ctx.abort.signal,
-    });
-    if (ctx.isClosed) {
-      response.body.destroy();
-      return { kind: 'client_gone' };
-    }
-    return { kind: 'response', response };
-  } catch (error) {
-    if (ctx.isClosed) return { kind: 'client_gone' };
-    return { kind: 'connection_error', error: error as Error & { code?: string } };
-  }
-}
-
-function connectionErrorToGateway(error: Error & { code?: string }): GatewayError {
-  return error.code === 'UND_ERR_HEADERS_TIMEOUT'
-    ? gatewayErrors.upstreamTimeout()
-    : gatewayErrors.upstreamUnavailable();
-}
-
-/**
- * Sends the request to the route's provider and streams the answer back. Provider-level limits are
- * checked here, per attempt, because they belong to whichever provider is tried.
- */
-export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise<GatewayError | undefined> {
-  const route = ctx.route!;
-  const provider = route.providers[0]!;
-
+/** Takes the provider's own limits for one attempt; the grants live as long as the attempt serves. */
+async function acquireProviderLimits(provider: ProviderRoute, grants: GrantSet): Promise<Refusal | null> {
   for (const limiter of [provider.rateLimit, provider.concurrencyLimit]) {
     if (!limiter) continue;
     const answer = limiter.acquire();
-    const settled = isPromise(answer) ? await answer : answer;
-    if (!settled.ok) return refusalError(settled);
-    ctx.hold(settled);
+    const refusal = grants.hold(isPromise(answer) ? await answer : answer);
+    if (refusal) return refusal;
   }
+  return null;
+}
 
-  const outcome = await attempt(ctx, provider, deps);
-  switch (outcome.kind) {
-    case 'client_gone':
+/**
+ * Dispatch (spec 2.5, 3.1, DESIGN 6): orders the providers (strategy and share controller), then
+ * tries them one by one until one commits a response or no attempt is left. The request's own limit
+ * slots (in-flight included) are held across attempts; each provider's limits only for its attempt.
+ * Returns a gateway error when no attempt produced a response to send.
+ */
+export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise<GatewayError | undefined> {
+  const route = ctx.route!;
+  const fallback = route.fallback;
+  const order = attemptOrder(route.strategy, route.providers, Math.random, route.share);
+  const attempts = Math.min(order.length, fallback?.maxAttempts ?? 1);
+  // The deadline applies to streamed requests (a non-streamed body has no observable first token).
+  // It never cuts the last attempt of several: only a lone attempt ends in 504 first_token_timeout.
+  if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
+  const deadline = ctx.json?.stream === true ? fallback?.firstTokenTimeoutMs : undefined;
+
+  let lastFailure: GatewayError | undefined;
+  for (let i = 0; i < attempts; i++) {
+    const provider = order[i]!;
+    const last = i === attempts - 1;
+    const labels = { model: ctx.model, pool: route.key, provider: provider.name };
+
+    const grants = new GrantSet();
+    const refusal = await acquireProviderLimits(provider, grants);
+    if (refusal) {
+      grants.release();
+      deps.metrics.upstreamAttempts.inc({ ...labels, outcome: 'local_refusal' });
+      if (!last && fallback?.onRateLimit) continue;
+      return refusalError(refusal);
+    }
+    if (ctx.isClosed) {
+      grants.release();
       return undefined;
-    case 'connection_error':
-      deps.metrics.upstreamErrors.inc({ model: ctx.model, reason: outcome.error.code ?? 'error' });
-      deps.logger.warn(
-        { model: ctx.model, provider: provider.name, code: outcome.error.code, err: outcome.error.message },
-        'upstream request failed',
-      );
-      return connectionErrorToGateway(outcome.error);
-    case 'response':
-      passThrough(ctx, provider, outcome.response, deps);
-      return undefined;
+    }
+
+    const attempt = new Attempt(ctx, {
+      provider,
+      number: i + 1,
+      last,
+      mode: responseModeFor(ctx, provider),
+      deadlineMs: last && attempts > 1 ? undefined : deadline,
+    });
+    const finishAttempt = (): void => {
+      attempt.dispose();
+      grants.release();
+    };
+
+    const sent = await send(ctx, attempt, deps.upstream);
+    let reason: AbandonReason;
+    let status: number | undefined;
+    if (sent.kind === 'error') {
+      if (ctx.isClosed) {
+        attempt.probe?.unknown();
+        finishAttempt();
+        deps.metrics.upstreamAttempts.inc({ ...labels, outcome: 'client_gone' });
+        return undefined;
+      }
+      reason = attempt.expired ? 'deadline' : 'connection_error';
+      if (reason === 'connection_error') {
+        attempt.probe?.unknown();
+        deps.metrics.upstreamErrors.inc({ model: ctx.model, reason: sent.error.code ?? 'error' });
+        deps.logger.warn(
+          {
+            model: ctx.model,
+            provider: provider.name,
+            attempt: i + 1,
+            code: sent.error.code,
+            err: sent.error.message,
+          },
+          'upstream request failed',
+        );
+      }
+    } else {
+      // The attempt's grants and probe stay alive until the response is done with.
+      ctx.hold({ ok: true, release: finishAttempt });
+      const served = await serveResponse(ctx, attempt, sent.response, !last, deps, finishAttempt);
+      if (served.kind === 'committed') {
+        deps.metrics.upstreamAttempts.inc({ ...labels, outcome: 'committed' });
+        return undefined;
+      }
+      reason = served.reason;
+      status = served.status;
+      if (reason === 'connection_error') attempt.probe?.unknown();
+    }
+
+    if (reason === 'deadline') attempt.probe?.deadlineExpired(attempt.elapsedMs());
+    finishAttempt();
+    deps.metrics.upstreamAttempts.inc({ ...labels, outcome: reason });
+    if (ctx.isClosed) return undefined;
+    lastFailure =
+      reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable();
+
+    const retryable =
+      reason === 'deadline' ||
+      reason === 'status' ||
+      reason === 'embedded_error' ||
+      fallback?.onConnectionError === true;
+    if (last || !fallback || !retryable) break;
+    deps.logger.info(
+      { model: ctx.model, pool: route.key, provider: provider.name, attempt: i + 1, reason, status },
+      'failing over to the next provider',
+    );
   }
+  return lastFailure ?? gatewayErrors.upstreamUnavailable();
 }

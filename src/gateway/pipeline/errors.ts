@@ -15,6 +15,8 @@ export interface GatewayError {
   param: string | null;
   rejection: boolean;
   retryAfter?: number;
+  /** The `code` label of `gateway_rejections_total` when it differs from the body's code (spec 6). */
+  label?: string;
 }
 
 function make(

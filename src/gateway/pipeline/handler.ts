@@ -15,13 +15,28 @@ import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } fro
 import { listModels } from './models.js';
 import { readBody } from './read-body.js';
 import { resolveAlias } from './resolve.js';
+import { runStrictChecks } from './strict-checks.js';
+import { standardErrorBody, strictEndpointForPath } from '../strict/index.js';
+
+/** Strict mode's 404 for a path it does not serve, in the standard error shape (spec 4.5, 7.2). */
+function strictNotFound(path: string): GatewayError {
+  const { type } = standardErrorBody(404).error;
+  return {
+    status: 404,
+    type,
+    code: null,
+    message: `Not found: \`${path}\` is not served in strict mode.`,
+    param: null,
+    rejection: true,
+  };
+}
 
 export interface HandlerDeps {
   runtime: () => RuntimeTable;
   metrics: GatewayMetrics;
   logger: Logger;
   lifecycle: LifecycleState;
-  options: Pick<GatewayOptions, 'dispatchedHeader' | 'maxBodyBytes'>;
+  options: Pick<GatewayOptions, 'dispatchedHeader' | 'maxBodyBytes' | 'sseBufferLimit'>;
   upstream: UpstreamClient;
 }
 
@@ -67,6 +82,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
     listModels(ctx);
     return;
   }
+  if (table.strictMode) {
+    // Strict mode serves only the endpoints it can validate (spec 4.5).
+    const endpoint = strictEndpointForPath(path);
+    if (endpoint === null || req.method !== 'POST') return reject(ctx, strictNotFound(path), deps);
+    ctx.strictEndpoint = endpoint;
+  }
 
   const body = await readBody(req, deps.options.maxBodyBytes);
   if (body.kind === 'aborted') return;
@@ -90,9 +111,14 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
     return reject(ctx, refusalError(refusal), deps);
   }
   if (ctx.isClosed) return;
-  if (ctx.countInflight()) deps.metrics.modelInflight.inc({ model: ctx.model });
 
-  const failed = await dispatch(ctx, deps);
+  if (ctx.strictEndpoint !== undefined) {
+    const invalid = runStrictChecks(ctx, deps);
+    if (invalid) return reject(ctx, invalid, deps);
+  }
+
+  if (ctx.countInflight()) deps.metrics.modelInflight.inc({ model: ctx.model });
+  const failed = await dispatch(ctx, { ...deps, sseBufferLimit: deps.options.sseBufferLimit });
   if (failed) reject(ctx, failed, deps);
 }
 
@@ -104,7 +130,7 @@ function reject(ctx: RequestContext, error: GatewayError, deps: HandlerDeps): vo
   deps.metrics.rejections.inc({
     model: ctx.model,
     status: String(error.status),
-    code: error.code ?? '',
+    code: error.label ?? error.code ?? '',
     traffic: ctx.traffic,
   });
   deps.logger.info(

@@ -1,5 +1,7 @@
 import { gatewayErrors, type GatewayError } from './errors.js';
+import { parseRequestBody, type StrictEndpoint } from '../strict/index.js';
 import type { RequestContext } from './context.js';
+import { strictRejection } from './strict-checks.js';
 
 function looksLikeJson(ctx: RequestContext): boolean {
   const type = ctx.req.headers['content-type'];
@@ -12,7 +14,9 @@ function looksLikeJson(ctx: RequestContext): boolean {
  * not a JSON object. Returns a GatewayError only when the body claims to be JSON and is not.
  */
 export function parseJsonBody(ctx: RequestContext): GatewayError | undefined {
-  if (ctx.json !== undefined || ctx.body.length === 0 || !looksLikeJson(ctx)) return undefined;
+  if (ctx.json !== undefined) return undefined;
+  if (ctx.strictEndpoint !== undefined) return parseStrictBody(ctx, ctx.strictEndpoint);
+  if (ctx.body.length === 0 || !looksLikeJson(ctx)) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(ctx.body.toString('utf8'));
@@ -22,6 +26,14 @@ export function parseJsonBody(ctx: RequestContext): GatewayError | undefined {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     ctx.json = value as Record<string, unknown>;
   }
+  return undefined;
+}
+
+/** Strict mode parses with the body-error labels of spec 6 (the body must be a JSON object). */
+function parseStrictBody(ctx: RequestContext, endpoint: StrictEndpoint): GatewayError | undefined {
+  const parsed = parseRequestBody(endpoint, ctx.req.headers['content-type'], ctx.body);
+  if (!parsed.ok) return strictRejection(parsed);
+  ctx.json = parsed.value;
   return undefined;
 }
 

@@ -3,6 +3,7 @@
  * response stages of the pipeline call. See each module for the rule it owns.
  */
 export {
+  runStrictChecksOnParsed,
   runStrictRequestChecks,
   type ReasoningCheck,
   type StrictCheckStage,
@@ -13,7 +14,9 @@ export {
 export {
   formatPath,
   isJsonContentType,
+  parseRequestBody,
   strictEndpointForPath,
+  validateParsedRequest,
   validateRequest,
   type BodyRejection,
   type BodyRejectionCode,

@@ -1,7 +1,12 @@
 import type { ErrorBody } from '../../lib/errors.js';
 import type { UnsupportedParamName } from './unsupported-params-catalog.js';
 import { checkUnsupportedParams, type UnsupportedParamMatch } from './unsupported-params.js';
-import { validateRequest, type StrictEndpoint, type StrictRequestBodies } from './validate-request.js';
+import {
+  parseRequestBody,
+  validateParsedRequest,
+  type StrictEndpoint,
+  type StrictRequestBodies,
+} from './validate-request.js';
 
 /**
  * The strict request checks in the order of spec 4.4 rule 6: schema validation, the
@@ -56,7 +61,18 @@ export function runStrictRequestChecks<E extends StrictEndpoint>(
   bodyBytes: Uint8Array,
   options: StrictRequestCheckOptions,
 ): StrictRequestChecks<E> {
-  const validated = validateRequest(endpoint, contentType, bodyBytes);
+  const parsed = parseRequestBody(endpoint, contentType, bodyBytes);
+  if (!parsed.ok) return { ...parsed, stage: 'schema', unsupportedParams: NONE };
+  return runStrictChecksOnParsed(endpoint, parsed.value, options);
+}
+
+/** The same checks over a body the pipeline has already parsed (it parses a body once). */
+export function runStrictChecksOnParsed<E extends StrictEndpoint>(
+  endpoint: E,
+  parsedBody: Record<string, unknown>,
+  options: StrictRequestCheckOptions,
+): StrictRequestChecks<E> {
+  const validated = validateParsedRequest(endpoint, parsedBody);
   if (!validated.ok) return { ...validated, stage: 'schema', unsupportedParams: NONE };
   const body = validated.body;
 

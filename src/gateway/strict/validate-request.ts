@@ -55,6 +55,19 @@ export function validateRequest<E extends StrictEndpoint>(
   contentType: string | undefined,
   bodyBytes: Uint8Array,
 ): RequestValidation<E> {
+  const parsed = parseRequestBody(endpoint, contentType, bodyBytes);
+  return parsed.ok ? validateParsedRequest(endpoint, parsed.value) : parsed;
+}
+
+/**
+ * The first half of validation: bytes to a JSON object, with the body-error labels of spec 6. The
+ * pipeline parses once, here, and hands the object to `validateParsedRequest` after routing.
+ */
+export function parseRequestBody(
+  endpoint: StrictEndpoint,
+  contentType: string | undefined,
+  bodyBytes: Uint8Array,
+): { readonly ok: true; readonly value: Record<string, unknown> } | BodyRejection {
   // Only the Responses surface has the content-type and unreadable-body labels (spec 6); chat and
   // embeddings read any body as JSON, as the reference server does.
   const responses = endpoint === 'responses';
@@ -82,6 +95,14 @@ export function validateRequest<E extends StrictEndpoint>(
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     return reject('schema_mismatch', 'Invalid request: the body must be a JSON object.', null);
   }
+  return { ok: true, value: parsed as Record<string, unknown> };
+}
+
+/** The second half of validation: the reference schema of the endpoint over a parsed object. */
+export function validateParsedRequest<E extends StrictEndpoint>(
+  endpoint: E,
+  parsed: Record<string, unknown>,
+): RequestValidation<E> {
   const result = SCHEMAS[endpoint].safeParse(parsed);
   if (!result.success) {
     const { path, message } = describeIssues(result.error.issues);

@@ -27,6 +27,8 @@ export class GatewayMetrics {
   readonly batchInflightRefusals: Counter<'model'>;
   readonly modelInflight: Gauge<'model'>;
   readonly upstreamErrors: Counter<'model' | 'reason'>;
+  readonly upstreamAttempts: Counter<'model' | 'pool' | 'provider' | 'outcome'>;
+  readonly unsupportedParams: Counter<'param' | 'model' | 'traffic' | 'action'>;
 
   readonly prefix: string;
 
@@ -92,6 +94,19 @@ export class GatewayMetrics {
       name: name('upstream_errors_total'),
       help: 'Upstream attempts that failed before or during the response (connect, reset, timeout).',
       labelNames: ['model', 'reason'],
+      registers,
+    });
+
+    this.upstreamAttempts = new Counter({
+      name: name('upstream_attempts_total'),
+      help: 'Upstream attempts by provider and outcome: committed (served the client), status, embedded_error, deadline, connection_error, local_refusal, client_gone.',
+      labelNames: ['model', 'pool', 'provider', 'outcome'],
+      registers,
+    });
+    this.unsupportedParams = new Counter({
+      name: name('unsupported_params_total'),
+      help: 'Strict chat requests carrying an engine-extension parameter of the catalog, by parameter and action (logged or rejected).',
+      labelNames: ['param', 'model', 'traffic', 'action'],
       registers,
     });
 

@@ -1,0 +1,120 @@
+import type { Dispatcher } from 'undici';
+import type { AttemptProbe } from '../balance/aimd.js';
+import type { ProviderRoute } from '../config/runtime.js';
+import { forwardRequestHeaders } from '../http/headers.js';
+import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
+import type { RequestContext } from './context.js';
+import type { ResponseMode } from './response-mode.js';
+
+const BODYLESS_METHODS = new Set(['GET', 'HEAD']);
+
+/**
+ * The body to send to a provider: the client's bytes unchanged, unless the provider has a
+ * `gateway_model` (spec 4.4 rule 3) and the body is a JSON object, in which case `model` is
+ * replaced and the object re-serialized.
+ */
+export function bodyFor(ctx: RequestContext, provider: ProviderRoute): Buffer | undefined {
+  if (ctx.body.length === 0) return undefined;
+  if (provider.gatewayModel === undefined || ctx.json === undefined) return ctx.body;
+  return Buffer.from(JSON.stringify({ ...ctx.json, model: provider.gatewayModel }));
+}
+
+/**
+ * One try of one provider. It owns an abort controller (tied to the client's) and, when armed, the
+ * first-token deadline: a timer started with the attempt and cancelled at the commit point (the first
+ * data frame, or the decision to answer). When the timer fires first, the attempt is aborted.
+ */
+export class Attempt {
+  readonly provider: ProviderRoute;
+  /** 1-based. */
+  readonly number: number;
+  /** No further provider may be tried after this one. */
+  readonly last: boolean;
+  readonly mode: ResponseMode;
+  readonly probe: AttemptProbe | undefined;
+  readonly controller = new AbortController();
+  readonly startedAt = performance.now();
+  #expired = false;
+  #timer: NodeJS.Timeout | undefined;
+  readonly #unlink: () => void;
+
+  constructor(
+    ctx: RequestContext,
+    plan: {
+      provider: ProviderRoute;
+      number: number;
+      last: boolean;
+      mode: ResponseMode;
+      deadlineMs: number | undefined;
+    },
+  ) {
+    this.provider = plan.provider;
+    this.number = plan.number;
+    this.last = plan.last;
+    this.mode = plan.mode;
+    this.probe = ctx.route!.share?.startAttempt(plan.provider.index === 0 ? 'preferred' : 'alternate');
+    const onClientAbort = (): void => this.controller.abort();
+    ctx.abort.signal.addEventListener('abort', onClientAbort, { once: true });
+    this.#unlink = () => ctx.abort.signal.removeEventListener('abort', onClientAbort);
+    if (plan.deadlineMs !== undefined) {
+      this.#timer = setTimeout(() => {
+        this.#expired = true;
+        this.controller.abort();
+      }, plan.deadlineMs);
+    }
+  }
+
+  /** The deadline fired before the commit point. */
+  get expired(): boolean {
+    return this.#expired;
+  }
+
+  elapsedMs(): number {
+    return performance.now() - this.startedAt;
+  }
+
+  /** The commit point was reached: the deadline no longer applies. */
+  cancelDeadline(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The attempt is over (abandoned, failed, or its response finished). Idempotent. */
+  dispose(): void {
+    this.cancelDeadline();
+    this.#unlink();
+    this.probe?.end();
+  }
+}
+
+export type SendResult =
+  | { kind: 'response'; response: Dispatcher.ResponseData }
+  | { kind: 'error'; error: Error & { code?: string } };
+
+/** Sends the client's request to the attempt's provider; never throws. */
+export async function send(
+  ctx: RequestContext,
+  attempt: Attempt,
+  upstream: UpstreamClient,
+): Promise<SendResult> {
+  const provider = attempt.provider;
+  const method = ctx.req.method ?? 'GET';
+  const headers = forwardRequestHeaders(ctx.req.headers, undefined);
+  if (provider.authHeader) headers[provider.authHeader[0]] = provider.authHeader[1];
+  // A response the gateway must read (sanitize, inspect) has to arrive uncompressed.
+  if (attempt.mode.kind !== 'raw') delete headers['accept-encoding'];
+  const body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);
+  try {
+    const response = await upstream.request({
+      origin: provider.endpoint.origin,
+      path: upstreamPath(provider.endpoint, ctx.req.url ?? '/'),
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      body: body ?? null,
+      signal: attempt.controller.signal,
+    });
+    return { kind: 'response', response };
+  } catch (error) {
+    return { kind: 'error', error: error as Error & { code?: string } };
+  }
+}

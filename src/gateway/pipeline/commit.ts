@@ -1,0 +1,211 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import { pipeline, type Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { ErrorBody } from '../../lib/errors.js';
+import { forwardResponseHeaders } from '../http/headers.js';
+import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { GatewayMetrics } from '../telemetry/metrics.js';
+import type { Attempt } from './attempt.js';
+import type { RequestContext } from './context.js';
+
+export interface CommitDeps {
+  logger: Logger;
+  metrics: GatewayMetrics;
+}
+
+type UpstreamHeaders = Dispatcher.ResponseData['headers'];
+
+/** Bytes of an upstream error body kept for the debug log (never forwarded to untrusted clients). */
+const ERROR_LOG_BYTES = 2_048;
+
+/**
+ * The provider's headers minus hop-by-hop fields, with the configured `response_headers` on top
+ * (provider values already merged over the pool's). A transformed body drops the framing and
+ * encoding headers of the original.
+ */
+function headersFor(attempt: Attempt, upstream: UpstreamHeaders, transformed: boolean): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = forwardResponseHeaders(upstream);
+  if (transformed) {
+    delete headers['content-length'];
+    delete headers['content-encoding'];
+    delete headers.etag;
+  }
+  for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
+  return headers;
+}
+
+/**
+ * Streams the provider's response to the client unchanged after the bytes already read while
+ * inspecting it, with backpressure both ways. If the provider's body breaks, the client's response is
+ * destroyed rather than ended, so a cut stream reaches the client as a transport error and never as
+ * a clean end. If the client goes away, pipeline destroys the upstream body, aborting the request.
+ */
+export function passThrough(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: Dispatcher.ResponseData,
+  prefix: readonly Buffer[],
+  deps: CommitDeps,
+): void {
+  const { res } = ctx;
+  res.writeHead(response.statusCode, headersFor(attempt, response.headers, false));
+  for (const chunk of prefix) res.write(chunk);
+  // Which side failed first decides: a body error while the client is still connected is the
+  // provider's fault; after the client closed, it is only pipeline tearing the upstream down.
+  let upstreamFailed = false;
+  response.body.once('error', () => {
+    if (!ctx.isClosed) upstreamFailed = true;
+  });
+  pipeline(response.body, res, (error) => {
+    if (!error || !upstreamFailed) return;
+    upstreamBodyFailed(ctx, attempt, error, deps);
+  });
+}
+
+function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: CommitDeps): void {
+  deps.metrics.upstreamErrors.inc({ model: ctx.model, reason: 'body' });
+  deps.logger.warn(
+    { model: ctx.model, provider: attempt.provider.name, err: error.message },
+    'upstream response body failed after the response started; client response cut',
+  );
+}
+
+/** Starts a re-emitted (sanitized) event stream. */
+export function writeTransformedStreamHead(
+  ctx: RequestContext,
+  attempt: Attempt,
+  status: number,
+  upstream: UpstreamHeaders,
+): void {
+  const headers = headersFor(attempt, upstream, true);
+  headers['content-type'] = 'text/event-stream; charset=utf-8';
+  ctx.res.writeHead(status, headers);
+}
+
+/** Answers a JSON body the gateway produced (sanitized success or standard error). */
+export function answerJson(
+  ctx: RequestContext,
+  attempt: Attempt,
+  status: number,
+  upstream: UpstreamHeaders | undefined,
+  body: string | Buffer,
+): void {
+  const headers = upstream === undefined ? {} : headersFor(attempt, upstream, true);
+  headers['content-type'] = 'application/json';
+  headers['content-length'] = Buffer.byteLength(body);
+  if (upstream === undefined)
+    for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
+  ctx.res.writeHead(status, headers);
+  ctx.res.end(body);
+}
+
+export function answerError(ctx: RequestContext, attempt: Attempt, status: number, body: ErrorBody): void {
+  answerJson(ctx, attempt, status, undefined, JSON.stringify(body));
+}
+
+/**
+ * A provider's error body is read (bounded) only to log it at debug level, then dropped: upstream
+ * error details never reach an untrusted client and never appear in logs at info.
+ */
+export function logAndDropErrorBody(
+  ctx: RequestContext,
+  attempt: Attempt,
+  status: number,
+  body: Readable,
+  deps: CommitDeps,
+): void {
+  if (!deps.logger.isLevelEnabled('debug')) {
+    body.destroy();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  body.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= ERROR_LOG_BYTES) body.destroy();
+  });
+  body.on('error', () => {});
+  body.once('close', () => {
+    deps.logger.debug(
+      {
+        model: ctx.model,
+        provider: attempt.provider.name,
+        status,
+        upstreamBody: Buffer.concat(chunks).subarray(0, ERROR_LOG_BYTES).toString('utf8'),
+      },
+      'upstream error response (replaced for the client)',
+    );
+  });
+}
+
+/**
+ * Streams a transformed (sanitized) SSE response after the commit point: every upstream chunk goes
+ * through the transform, its output is written with backpressure, and the transform's state decides
+ * how the stream ends. A `[DONE]` reaches the client only if the provider sent one.
+ */
+export function pumpTransformed(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: Dispatcher.ResponseData,
+  transform: SseSanitizeTransform,
+  deps: CommitDeps,
+  onFinished: () => void,
+): void {
+  const { res } = ctx;
+  const body = response.body;
+  let finished = false;
+  const finish = (how: 'end' | 'destroy'): void => {
+    if (finished) return;
+    finished = true;
+    body.off('data', onData);
+    body.off('end', onEnd);
+    body.destroy();
+    if (how === 'end') res.end();
+    else res.destroy();
+    onFinished();
+  };
+  const apply = (step: SseStep | ReturnType<SseSanitizeTransform['end']>): void => {
+    if (step.output.length > 0 && !res.write(step.output)) {
+      body.pause();
+      res.once('drain', () => body.resume());
+    }
+    switch (step.state) {
+      case 'open':
+        return;
+      case 'done':
+      case 'error_event':
+      case 'clean':
+        finish('end');
+        return;
+      case 'overflow':
+        deps.logger.warn(
+          { model: ctx.model, provider: attempt.provider.name, ...step.overflow },
+          'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
+        );
+        finish('destroy');
+        return;
+      case 'incomplete':
+        finish('destroy');
+        return;
+    }
+  };
+  const onData = (chunk: Buffer): void => apply(transform.push(chunk));
+  const onEnd = (): void => apply(transform.end());
+  body.on('data', onData);
+  body.on('end', onEnd);
+  body.on('error', (error: Error) => {
+    if (finished || ctx.isClosed) return;
+    upstreamBodyFailed(ctx, attempt, error, deps);
+    if (attempt.mode.kind === 'strict') {
+      // Strict clients get an error event they can act on; no `[DONE]` follows it.
+      res.write(invalidUpstreamResponseEvent());
+      finish('end');
+    } else {
+      finish('destroy');
+    }
+  });
+  res.once('close', () => finish('destroy'));
+  body.resume();
+}

@@ -1,0 +1,54 @@
+import type { Readable } from 'node:stream';
+
+export type ReadStop = { kind: 'stopped' } | { kind: 'ended' } | { kind: 'failed'; error: Error };
+
+/**
+ * Feeds the upstream body to `onChunk` until it returns true (the stream is then paused, ready to be
+ * handed on), the body ends, or it fails. Used before the commit point, when nothing has reached the
+ * client yet and the attempt may still be abandoned.
+ */
+export function readUntil(body: Readable, onChunk: (chunk: Buffer) => boolean): Promise<ReadStop> {
+  return new Promise((resolve) => {
+    const finish = (stop: ReadStop): void => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      resolve(stop);
+    };
+    const onData = (chunk: Buffer): void => {
+      if (onChunk(chunk)) {
+        body.pause();
+        finish({ kind: 'stopped' });
+      }
+    };
+    const onEnd = (): void => finish({ kind: 'ended' });
+    const onError = (error: Error): void => finish({ kind: 'failed', error });
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+  });
+}
+
+export type ReadAll =
+  | { kind: 'complete'; bytes: Buffer }
+  | { kind: 'too_large'; chunks: Buffer[] }
+  | { kind: 'failed'; error: Error };
+
+/** Reads a whole (non-streamed) body up to `maxBytes`; beyond that the chunks read so far come back. */
+export async function readAll(body: Readable, maxBytes: number): Promise<ReadAll> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const stop = await readUntil(body, (chunk) => {
+    chunks.push(chunk);
+    size += chunk.length;
+    return size > maxBytes;
+  });
+  switch (stop.kind) {
+    case 'ended':
+      return { kind: 'complete', bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
+    case 'stopped':
+      return { kind: 'too_large', chunks };
+    case 'failed':
+      return { kind: 'failed', error: stop.error };
+  }
+}

@@ -1,0 +1,26 @@
+import type { ProviderRoute } from '../config/runtime.js';
+import type { StrictEndpoint } from '../strict/index.js';
+import type { RequestContext } from './context.js';
+
+/**
+ * How a provider's response reaches the client. Decided per attempt, because trust and
+ * sanitization follow the provider that finally serves (spec 2.2 rule 1, 4.4 rule 2).
+ * - raw: passed through unchanged (non-strict).
+ * - strict: deserialized, sanitized, errors standardized (spec 4.5).
+ * - standalone: `sanitize_response` on chat completions (spec 4.6).
+ */
+export type ResponseMode =
+  | { readonly kind: 'raw' }
+  | { readonly kind: 'strict'; readonly endpoint: StrictEndpoint; readonly trusted: boolean }
+  | { readonly kind: 'standalone' };
+
+const RAW: ResponseMode = Object.freeze({ kind: 'raw' });
+const STANDALONE: ResponseMode = Object.freeze({ kind: 'standalone' });
+
+export function responseModeFor(ctx: RequestContext, provider: ProviderRoute): ResponseMode {
+  if (ctx.strictEndpoint !== undefined) {
+    return { kind: 'strict', endpoint: ctx.strictEndpoint, trusted: provider.trusted };
+  }
+  if (provider.sanitizeResponse && ctx.path === '/v1/chat/completions') return STANDALONE;
+  return RAW;
+}

@@ -1,0 +1,340 @@
+import type { Dispatcher } from 'undici';
+import { SseParser } from '../../lib/sse.js';
+import {
+  INVALID_UPSTREAM_STATUS,
+  SseSanitizeTransform,
+  embeddedStatus,
+  invalidUpstreamResponseBody,
+  standaloneJsonResponse,
+  standaloneUpstreamErrorBody,
+  standardizeUpstreamError,
+  strictJsonResponse,
+  type JsonResponseOutcome,
+} from '../strict/index.js';
+import type { Attempt } from './attempt.js';
+import {
+  answerError,
+  answerJson,
+  logAndDropErrorBody,
+  passThrough,
+  pumpTransformed,
+  writeTransformedStreamHead,
+  type CommitDeps,
+} from './commit.js';
+import type { RequestContext } from './context.js';
+import { readAll, readUntil } from './read-upstream.js';
+
+/** Largest non-streamed response body the gateway reads to inspect or sanitize it. */
+const MAX_INSPECTED_BODY_BYTES = 64 * 1024 * 1024;
+
+/** Why an attempt was given up before anything reached the client. */
+export type AbandonReason = 'status' | 'embedded_error' | 'deadline' | 'connection_error';
+
+export type ServeOutcome =
+  /** The response is being (or has been) written to the client by this attempt. */
+  | { kind: 'committed' }
+  /** Nothing was sent; the caller may try the next provider. */
+  | { kind: 'abandoned'; reason: AbandonReason; status?: number; error?: Error };
+
+export interface ServeDeps extends CommitDeps {
+  sseBufferLimit: number;
+}
+
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.includes('text/event-stream');
+}
+
+function isJson(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.includes('json');
+}
+
+/** The `error` value of a parsed JSON object carrying one (spec: errors inside a 200). */
+function embeddedErrorOf(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const error = (value as { error?: unknown }).error;
+  return error === null ? undefined : error;
+}
+
+function parseJsonSafe(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Handles one attempt's response up to the commit point and, once committed, hands the rest to the
+ * streaming writers. Before the commit point nothing reaches the client, so the attempt can still be
+ * abandoned (failover never produces a spliced or duplicated stream): on a fallback status, on an
+ * error embedded in a 200 (first SSE data frame or JSON body), or when the first-token deadline
+ * fires. `canRetry` says whether abandoning is possible at all.
+ */
+export async function serveResponse(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: Dispatcher.ResponseData,
+  canRetry: boolean,
+  deps: ServeDeps,
+  onFinished: () => void,
+): Promise<ServeOutcome> {
+  const status = response.statusCode;
+  const fallback = ctx.route!.fallback;
+  attempt.probe?.status(status);
+
+  if (status < 200 || status >= 300) {
+    if (canRetry && fallback?.onStatus(status)) {
+      response.body.destroy();
+      return { kind: 'abandoned', reason: 'status', status };
+    }
+    attempt.cancelDeadline();
+    commitErrorStatus(ctx, attempt, response, deps);
+    return { kind: 'committed' };
+  }
+
+  if (isEventStream(response.headers['content-type'])) {
+    return attempt.mode.kind === 'raw'
+      ? serveRawStream(ctx, attempt, response, canRetry, deps)
+      : serveTransformedStream(ctx, attempt, response, canRetry, deps, onFinished);
+  }
+  return serveBody(ctx, attempt, response, canRetry, deps);
+}
+
+/** A non-2xx answer that is not failed over: passed through, standardized or replaced by mode. */
+function commitErrorStatus(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: Dispatcher.ResponseData,
+  deps: ServeDeps,
+): void {
+  const status = response.statusCode;
+  const mode = attempt.mode;
+  if (mode.kind === 'raw') {
+    passThrough(ctx, attempt, response, [], deps);
+    return;
+  }
+  if (mode.kind === 'strict') {
+    const outcome = standardizeUpstreamError(status, mode.trusted);
+    if (outcome.kind === 'passthrough') {
+      passThrough(ctx, attempt, response, [], deps);
+      return;
+    }
+    logAndDropErrorBody(ctx, attempt, status, response.body, deps);
+    answerError(ctx, attempt, outcome.status, outcome.body);
+    return;
+  }
+  logAndDropErrorBody(ctx, attempt, status, response.body, deps);
+  answerError(ctx, attempt, status, standaloneUpstreamErrorBody(status));
+}
+
+/** Non-streamed 2xx bodies: read whole when they must be inspected or sanitized. */
+async function serveBody(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: Dispatcher.ResponseData,
+  canRetry: boolean,
+  deps: ServeDeps,
+): Promise<ServeOutcome> {
+  const mode = attempt.mode;
+  const inspect = canRetry && isJson(response.headers['content-type']);
+  if (mode.kind === 'raw' && !inspect) {
+    attempt.cancelDeadline();
+    passThrough(ctx, attempt, response, [], deps);
+    return { kind: 'committed' };
+  }
+
+  const read = await readAll(response.body, MAX_INSPECTED_BODY_BYTES);
+  if (read.kind === 'failed') return abandonedByFailure(attempt, read.error);
+  attempt.cancelDeadline();
+  if (read.kind === 'too_large') {
+    if (mode.kind === 'raw') {
+      passThrough(ctx, attempt, response, read.chunks, deps);
+    } else {
+      response.body.destroy();
+      answerError(ctx, attempt, INVALID_UPSTREAM_STATUS, invalidUpstreamResponseBody());
+    }
+    return { kind: 'committed' };
+  }
+
+  if (mode.kind === 'raw') {
+    const error = embeddedErrorOf(parseJsonSafe(read.bytes.toString('utf8')));
+    if (error !== undefined) {
+      const embedded = embeddedStatus(error);
+      attempt.probe?.status(embedded);
+      if (canRetry && ctx.route!.fallback?.onStatus(embedded)) {
+        return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
+      }
+    }
+    passThrough(ctx, attempt, response, [read.bytes], deps);
+    return { kind: 'committed' };
+  }
+
+  const outcome: JsonResponseOutcome =
+    mode.kind === 'strict'
+      ? strictJsonResponse(mode.endpoint, read.bytes, ctx.route!.key, mode.trusted)
+      : standaloneJsonResponse(read.bytes, ctx.route!.key);
+  if (outcome.kind === 'error' && outcome.reason === 'embedded_error') {
+    const embedded = embeddedStatus(outcome.upstreamError);
+    attempt.probe?.status(embedded);
+    if (canRetry && ctx.route!.fallback?.onStatus(embedded)) {
+      return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
+    }
+  }
+  switch (outcome.kind) {
+    case 'ok':
+      answerJson(ctx, attempt, response.statusCode, response.headers, outcome.body);
+      break;
+    case 'passthrough':
+      passThrough(ctx, attempt, response, [read.bytes], deps);
+      break;
+    case 'error':
+      answerError(ctx, attempt, outcome.status, outcome.body);
+      break;
+  }
+  return { kind: 'committed' };
+}
+
+function abandonedByFailure(attempt: Attempt, error: Error): ServeOutcome {
+  return attempt.expired
+    ? { kind: 'abandoned', reason: 'deadline' }
+    : { kind: 'abandoned', reason: 'connection_error', error };
+}
+
+/**
+ * A raw (non-strict) SSE stream. When failover is still possible, the bytes are held until the first
+ * data frame so an embedded error can be failed over and the deadline can abandon the attempt;
+ * otherwise the stream is passed through at once.
+ */
+async function serveRawStream(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: Dispatcher.ResponseData,
+  canRetry: boolean,
+  deps: ServeDeps,
+): Promise<ServeOutcome> {
+  if (!canRetry) {
+    attempt.cancelDeadline();
+    passThrough(ctx, attempt, response, [], deps);
+    return { kind: 'committed' };
+  }
+  const held: Buffer[] = [];
+  let firstData: string | undefined;
+  let overflow = false;
+  const parser = new SseParser(
+    {
+      onEvent: (event) => {
+        if (firstData === undefined && event.data !== '' && event.data !== '[DONE]') firstData = event.data;
+      },
+    },
+    { maxPendingBytes: deps.sseBufferLimit },
+  );
+  const stop = await readUntil(response.body, (chunk) => {
+    held.push(chunk);
+    const pushed = parser.push(chunk);
+    if (!pushed.ok) overflow = true;
+    return firstData !== undefined || overflow;
+  });
+  if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
+  attempt.cancelDeadline();
+  if (overflow) {
+    deps.logger.warn(
+      { model: ctx.model, provider: attempt.provider.name, limit: deps.sseBufferLimit },
+      'unfinished SSE event exceeded --sse-buffer-limit before the first frame; stream cut',
+    );
+    response.body.destroy();
+    ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
+    ctx.res.destroy();
+    return { kind: 'committed' };
+  }
+  if (firstData !== undefined) {
+    const error = embeddedErrorOf(parseJsonSafe(firstData));
+    if (error !== undefined) {
+      const embedded = embeddedStatus(error);
+      attempt.probe?.status(embedded);
+      if (ctx.route!.fallback?.onStatus(embedded)) {
+        response.body.destroy();
+        return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
+      }
+    }
+  }
+  passThrough(ctx, attempt, response, held, deps);
+  return { kind: 'committed' };
+}
+
+/**
+ * A strict or standalone-sanitized SSE stream: every chunk goes through the sanitizing transform.
+ * Before the first data frame the output is held (so an embedded error can still be failed over and
+ * the deadline can still abandon the attempt); the first data frame is the commit point and, in
+ * strict mode, the first-token sample of the share controller (spec 3.1).
+ */
+async function serveTransformedStream(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: Dispatcher.ResponseData,
+  canRetry: boolean,
+  deps: ServeDeps,
+  onFinished: () => void,
+): Promise<ServeOutcome> {
+  const mode = attempt.mode;
+  const transform = new SseSanitizeTransform({
+    alias: ctx.route!.key,
+    mode: mode.kind === 'strict' ? 'strict' : 'standalone',
+    trusted: mode.kind === 'strict' ? mode.trusted : false,
+    maxPendingBytes: deps.sseBufferLimit,
+  });
+  let held = '';
+  let committedBy: 'first' | 'terminal' | undefined;
+  let embedded: number | undefined;
+  const stop = await readUntil(response.body, (chunk) => {
+    const step = transform.push(chunk);
+    held += step.output;
+    if (step.firstDataFrame) {
+      if (mode.kind === 'strict') attempt.probe?.firstToken(attempt.elapsedMs());
+      committedBy = 'first';
+      return true;
+    }
+    if (step.state === 'error_event' && step.error) {
+      embedded =
+        step.error.reason === 'embedded_error' && step.error.upstreamError !== undefined
+          ? embeddedStatus(step.error.upstreamError)
+          : step.error.status;
+    }
+    if (step.state !== 'open') {
+      committedBy = 'terminal';
+      return true;
+    }
+    return false;
+  });
+  if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
+
+  if (embedded !== undefined) {
+    attempt.probe?.status(embedded);
+    if (canRetry && ctx.route!.fallback?.onStatus(embedded)) {
+      response.body.destroy();
+      return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
+    }
+  }
+  attempt.cancelDeadline();
+  writeTransformedStreamHead(ctx, attempt, response.statusCode, response.headers);
+  if (held.length > 0) ctx.res.write(held);
+
+  if (stop.kind === 'ended') {
+    // The upstream finished before (or right at) the first frame: apply the end rules.
+    const end = transform.end();
+    if (end.output.length > 0) ctx.res.write(end.output);
+    if (end.state === 'incomplete' || end.state === 'overflow') ctx.res.destroy();
+    else ctx.res.end();
+    onFinished();
+    return { kind: 'committed' };
+  }
+  if (committedBy === 'terminal') {
+    const state = transform.state;
+    response.body.destroy();
+    if (state === 'overflow') ctx.res.destroy();
+    else ctx.res.end();
+    onFinished();
+    return { kind: 'committed' };
+  }
+  pumpTransformed(ctx, attempt, response, transform, deps, onFinished);
+  return { kind: 'committed' };
+}
