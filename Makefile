@@ -6,7 +6,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 NODE_VERSION ?= 24.21.0
-HELM_VERSION ?= v3.19.4
+HELM_VERSION ?= v3.22.0
 TOOLS := $(CURDIR)/.tools
 LOCAL_NODE := $(TOOLS)/node/bin/node
 NODE_ARCH := $(subst aarch64,arm64,$(subst x86_64,x64,$(shell uname -m)))
@@ -25,7 +25,7 @@ DEPS_STAMP := node_modules/.deps-stamp
 BUILD_STAMP := dist/.build-stamp
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help run test build lint typecheck unit bench bench-quick e2e e2e-kind soak clean docs check-docs node-info helm
+.PHONY: help run test build lint typecheck unit bench bench-quick e2e e2e-kind soak clean docs check-docs node-info helm chart-golden
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -58,6 +58,9 @@ $(TOOLS)/bin/helm:
 
 helm: $(TOOLS)/bin/helm ## Install the pinned helm into .tools/bin
 
+chart-golden: $(BUILD_STAMP) $(TOOLS)/bin/helm ## Regenerate the chart's values.schema.json, golden renders and manifests/
+	node test/chart/regenerate.ts
+
 lint: $(DEPS_STAMP) ## ESLint and Prettier
 	eslint .
 	prettier --check .
@@ -72,7 +75,7 @@ check-docs: $(BUILD_STAMP) ## Fail when docs/configuration.md is stale
 	@node bin/gateway.js schema --markdown | diff -u docs/configuration.md - \
 	  || { echo "docs/configuration.md is stale: run 'make docs'"; exit 1; }
 
-unit: $(BUILD_STAMP) ## Run the vitest suites only (prints a plain "tests: N passed, N failed" line)
+unit: $(BUILD_STAMP) $(TOOLS)/bin/helm ## Run the vitest suites only (prints a plain "tests: N passed, N failed" line)
 	@mkdir -p test/.tmp
 	vitest run --reporter=default --reporter=json --outputFile.json=test/.tmp/vitest-report.json || true
 	@node scripts/test-summary.mjs test/.tmp/vitest-report.json
