@@ -7,6 +7,7 @@ import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep }
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
 import type { Attempt } from './attempt.js';
+import { discard } from './read-upstream.js';
 import type { RequestContext } from './context.js';
 
 export interface CommitDeps {
@@ -116,7 +117,7 @@ export function logAndDropErrorBody(
   deps: CommitDeps,
 ): void {
   if (!deps.logger.isLevelEnabled('debug')) {
-    body.destroy();
+    discard(body);
     return;
   }
   const chunks: Buffer[] = [];
@@ -161,7 +162,7 @@ export function pumpTransformed(
     finished = true;
     body.off('data', onData);
     body.off('end', onEnd);
-    body.destroy();
+    discard(body);
     if (how === 'end') res.end();
     else res.destroy();
     onFinished();

@@ -52,3 +52,14 @@ export async function readAll(body: Readable, maxBytes: number): Promise<ReadAll
       return { kind: 'failed', error: stop.error };
   }
 }
+
+function ignore(): void {}
+
+/**
+ * Drops an upstream body that will not be read. undici reports the abort as an 'error' event on the
+ * body, which would crash the process without a listener, so one is attached first.
+ */
+export function discard(body: Readable): void {
+  body.on('error', ignore);
+  body.destroy();
+}

@@ -22,7 +22,7 @@ import {
   type CommitDeps,
 } from './commit.js';
 import type { RequestContext } from './context.js';
-import { readAll, readUntil } from './read-upstream.js';
+import { discard, readAll, readUntil } from './read-upstream.js';
 
 /** Largest non-streamed response body the gateway reads to inspect or sanitize it. */
 const MAX_INSPECTED_BODY_BYTES = 64 * 1024 * 1024;
@@ -84,7 +84,7 @@ export async function serveResponse(
 
   if (status < 200 || status >= 300) {
     if (canRetry && fallback?.onStatus(status)) {
-      response.body.destroy();
+      discard(response.body);
       return { kind: 'abandoned', reason: 'status', status };
     }
     attempt.cancelDeadline();
@@ -150,7 +150,7 @@ async function serveBody(
     if (mode.kind === 'raw') {
       passThrough(ctx, attempt, response, read.chunks, deps);
     } else {
-      response.body.destroy();
+      discard(response.body);
       answerError(ctx, attempt, INVALID_UPSTREAM_STATUS, invalidUpstreamResponseBody());
     }
     return { kind: 'committed' };
@@ -241,7 +241,7 @@ async function serveRawStream(
       { model: ctx.model, provider: attempt.provider.name, limit: deps.sseBufferLimit },
       'unfinished SSE event exceeded --sse-buffer-limit before the first frame; stream cut',
     );
-    response.body.destroy();
+    discard(response.body);
     ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
     ctx.res.destroy();
     return { kind: 'committed' };
@@ -252,7 +252,7 @@ async function serveRawStream(
       const embedded = embeddedStatus(error);
       attempt.probe?.status(embedded);
       if (ctx.route!.fallback?.onStatus(embedded)) {
-        response.body.destroy();
+        discard(response.body);
         return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
       }
     }
@@ -310,7 +310,7 @@ async function serveTransformedStream(
   if (embedded !== undefined) {
     attempt.probe?.status(embedded);
     if (canRetry && ctx.route!.fallback?.onStatus(embedded)) {
-      response.body.destroy();
+      discard(response.body);
       return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
     }
   }
@@ -329,7 +329,7 @@ async function serveTransformedStream(
   }
   if (committedBy === 'terminal') {
     const state = transform.state;
-    response.body.destroy();
+    discard(response.body);
     if (state === 'overflow') ctx.res.destroy();
     else ctx.res.end();
     onFinished();
