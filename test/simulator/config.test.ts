@@ -93,3 +93,15 @@ utf8 = true
     expect(model.latency.decode_ms).toBeGreaterThan(0);
   });
 });
+
+describe('example model files', () => {
+  it('all load (examples/sim)', () => {
+    const loaded = loadModels([], new URL('../../examples/sim', import.meta.url).pathname);
+    expect(loaded.ok ? loaded.models.map((m) => m.name).sort() : loaded.message).toEqual([
+      'flaky',
+      'llama-8b',
+      'small-queue',
+      'zero',
+    ]);
+  });
+});
