@@ -167,11 +167,17 @@ export function gatewayOptionDefinitions(): Option[] {
       .env('GATEWAY_HEADER_TIMEOUT_SECS')
       .default(d.headerTimeoutSecs)
       .argParser(seconds('--header-timeout-secs', { positive: true })),
-    new Option('--request-timeout-secs <seconds>', 'a client must send its whole request within this time (responses are not limited)')
+    new Option(
+      '--request-timeout-secs <seconds>',
+      'a client must send its whole request within this time (responses are not limited)',
+    )
       .env('GATEWAY_REQUEST_TIMEOUT_SECS')
       .default(d.requestTimeoutSecs)
       .argParser(seconds('--request-timeout-secs', { positive: true })),
-    new Option('--keep-alive-timeout-secs <seconds>', 'idle keep-alive client connections are closed after this time; keep it above the idle timeout of load balancers in front')
+    new Option(
+      '--keep-alive-timeout-secs <seconds>',
+      'idle keep-alive client connections are closed after this time; keep it above the idle timeout of load balancers in front',
+    )
       .env('GATEWAY_KEEP_ALIVE_TIMEOUT_SECS')
       .default(d.keepAliveTimeoutSecs)
       .argParser(seconds('--keep-alive-timeout-secs', { positive: true })),

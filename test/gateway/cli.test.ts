@@ -12,7 +12,10 @@ async function tempConfig(content: unknown, name = 'config.json'): Promise<strin
   return path;
 }
 
-async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; text: string }> {
+async function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; text: string }> {
   const program = spawnProgram('gateway', args, { env });
   const { code } = await program.exited;
   return { code, text: program.text() + program.logs.map((l) => JSON.stringify(l)).join('\n') };
@@ -46,7 +49,11 @@ describe('gateway command line', () => {
       expect(text).toContain(flag);
     }
     const flat = text.replace(/\s+/g, ' ');
-    for (const env of ['GATEWAY_SHUTDOWN_DELAY_SECS', 'GATEWAY_SHUTDOWN_TIMEOUT_SECS', 'GATEWAY_SSE_BUFFER_LIMIT']) {
+    for (const env of [
+      'GATEWAY_SHUTDOWN_DELAY_SECS',
+      'GATEWAY_SHUTDOWN_TIMEOUT_SECS',
+      'GATEWAY_SSE_BUFFER_LIMIT',
+    ]) {
       expect(flat).toContain(env);
     }
     expect(flat).toContain('default: 3000');
@@ -70,7 +77,10 @@ describe('gateway command line', () => {
     [['--watch', 'maybe'], '--watch must be true or false'],
     [['--metrics-prefix', '9bad'], '--metrics-prefix must be a valid metric name prefix'],
     [['--port', '9000', '--metrics-port', '9000'], '--port and --metrics-port must differ'],
-    [['--header-timeout-secs', '60', '--request-timeout-secs', '30'], 'must not exceed --request-timeout-secs'],
+    [
+      ['--header-timeout-secs', '60', '--request-timeout-secs', '30'],
+      'must not exceed --request-timeout-secs',
+    ],
     [['--no-such-flag'], "unknown option '--no-such-flag'"],
   ])('rejects %j with exit code 2 and a clear message', async (args, message) => {
     const path = await tempConfig(VALID);
@@ -97,7 +107,11 @@ describe('gateway command line', () => {
 
     // Environment values take effect: prefix and drain settings.
     const gateway = await startGateway(VALID, {
-      env: { GATEWAY_METRICS_PREFIX: 'envprefix', GATEWAY_SHUTDOWN_DELAY_SECS: '0', GATEWAY_SHUTDOWN_TIMEOUT_SECS: '7' },
+      env: {
+        GATEWAY_METRICS_PREFIX: 'envprefix',
+        GATEWAY_SHUTDOWN_DELAY_SECS: '0',
+        GATEWAY_SHUTDOWN_TIMEOUT_SECS: '7',
+      },
     });
     try {
       expect(await gateway.metrics()).toContain('envprefix_config_info');
@@ -135,7 +149,11 @@ describe('gateway command line', () => {
 
 describe('gateway validate and gateway schema', () => {
   it('validate exits 0 on a valid file (JSON or YAML, bare or envelope)', async () => {
-    for (const file of ['examples/quickstart/config.yaml', 'examples/pools/config.yaml', 'examples/envelope/gateway-config.yaml']) {
+    for (const file of [
+      'examples/quickstart/config.yaml',
+      'examples/pools/config.yaml',
+      'examples/envelope/gateway-config.yaml',
+    ]) {
       const { code, text } = await run(['validate', file]);
       expect(code, text).toBe(0);
       expect(text).toContain('valid');
