@@ -75,7 +75,7 @@ check-docs: $(BUILD_STAMP) ## Fail when docs/configuration.md is stale
 	@node bin/gateway.js schema --markdown | diff -u docs/configuration.md - \
 	  || { echo "docs/configuration.md is stale: run 'make docs'"; exit 1; }
 
-unit: $(BUILD_STAMP) $(TOOLS)/bin/helm ## Run the vitest suites only (prints a plain "tests: N passed, N failed" line)
+unit: $(BUILD_STAMP) $(TOOLS)/bin/helm ## Run every vitest suite, the local e2e included (prints a plain "tests: N passed, N failed" line)
 	@mkdir -p test/.tmp
 	vitest run --reporter=default --reporter=json --outputFile.json=test/.tmp/vitest-report.json || true
 	@node scripts/test-summary.mjs test/.tmp/vitest-report.json

@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // The local end-to-end suite runs here too, so every `make test` proves the lifecycle claims.
+    include: ['test/**/*.test.ts', 'e2e/local/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
