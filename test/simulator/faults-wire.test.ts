@@ -173,8 +173,8 @@ describe.each<Kind>(['chat', 'completions'])('fault modes on %s', (kind) => {
   });
 
   it('stall: N content frames, then nothing while the connection stays open; the slot is freed when the client leaves', async () => {
-    // The client gives up after 600 ms; nothing arrives after the partial output until then.
-    const res = await request(kind, 'stall;after_chunks=2;delay_ms=0', {}, 'zero', 600);
+    // The client gives up after 1.5 s; nothing arrives after the partial output until then.
+    const res = await request(kind, 'stall;after_chunks=2;delay_ms=0', {}, 'zero', 1_500);
     expect(res.ending).toBe('open');
     const { frames, rest, done } = parse(res);
     expect(done).toBe(false);

@@ -58,10 +58,10 @@ export interface RawRequest {
  * One HTTP/1.1 request over a raw TCP socket with `Connection: close`, recording every byte and how
  * the connection ended. A RST surfaces as an 'error' with ECONNRESET, a FIN as 'end'.
  */
-export function rawRequest(port: number, request: RawRequest): Promise<RawResponse> {
+export function rawRequest(target: number | string, request: RawRequest): Promise<RawResponse> {
   const body = request.body === undefined ? '' : JSON.stringify(request.body);
   const headers = {
-    host: `127.0.0.1:${port}`,
+    host: typeof target === 'number' ? `127.0.0.1:${target}` : 'localhost',
     'content-type': 'application/json',
     connection: 'close',
     'content-length': String(Buffer.byteLength(body)),
@@ -74,7 +74,8 @@ export function rawRequest(port: number, request: RawRequest): Promise<RawRespon
       .join('') +
     '\r\n';
   return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
+    // A number is a loopback TCP port; a string is a Unix domain socket path.
+    const socket = typeof target === 'number' ? connect(target, '127.0.0.1') : connect(target);
     const chunks: Buffer[] = [];
     let settled = false;
     const finish = (ending: RawResponse['ending'], errorCode?: string): void => {
