@@ -271,6 +271,32 @@ describe('embedded errors', () => {
     expect(sanitizeValue('embeddings', { error }, 'a')).toEqual({ kind: 'embedded_error', error });
   });
 
+  it('an engine error object (`object: "error"`, fields at the top level) is an embedded error, itself the value', () => {
+    // vLLM's ErrorResponse, which the engine also writes into a 200 stream after partial output.
+    const engineError = {
+      object: 'error',
+      message: 'in-stream failure',
+      type: 'BadRequestError',
+      param: null,
+      code: 400,
+    };
+    for (const kind of ['chat_completion_chunk', 'chat_completion', 'embeddings', 'responses'] as const) {
+      expect(sanitizeValue(kind, engineError, 'a')).toEqual({ kind: 'embedded_error', error: engineError });
+    }
+    // With an `error` field as well, that field is the error.
+    expect(sanitizeValue('chat_completion_chunk', { ...engineError, error }, 'a')).toEqual({
+      kind: 'embedded_error',
+      error,
+    });
+    expect(
+      strictJsonResponse('chat_completions', Buffer.from(JSON.stringify(engineError)), 'a', false),
+    ).toMatchObject({
+      kind: 'error',
+      status: 400,
+      body: { error: { message: 'Invalid request', type: 'invalid_request_error', param: null, code: null } },
+    });
+  });
+
   it('error: null is not an error', () => {
     expect(sanitizeValue('chat_completion_chunk', { ...chunk, error: null }, 'a').kind).toBe('ok');
   });

@@ -174,6 +174,45 @@ describe('embedded errors', () => {
     expect(result.steps[0]?.error).toMatchObject({ reason: 'embedded_error', status: 402 });
   });
 
+  describe('an engine error object in the stream (`object: "error"`, no `error` field)', () => {
+    const engineError = {
+      object: 'error',
+      message: 'Simulated in-stream error after partial output',
+      type: 'BadRequestError',
+      param: null,
+      code: 400,
+    };
+    const input = dataEvent(chunkObject('a')) + dataEvent(engineError);
+
+    it('untrusted: its code read and masked, generic message, no [DONE]', () => {
+      const result = runText(input);
+      expect(outputEvents(result.output)).toEqual([
+        sanitized('a'),
+        { error: { message: 'Invalid request', type: 'invalid_request_error', param: null, code: 400 } },
+      ]);
+      expect(result.output).not.toContain('Simulated');
+      expect(result.steps[0]).toMatchObject({
+        state: 'error_event',
+        error: { reason: 'embedded_error', status: 400, upstreamError: engineError },
+      });
+    });
+
+    it('untrusted: an account-class code is masked', () => {
+      const [event] = outputEvents(runText(dataEvent({ ...engineError, code: 403 })).output);
+      expect(event).toEqual({ error: { message: 'Bad gateway', type: 'api_error', param: null, code: 502 } });
+    });
+
+    it('trusted: forwarded verbatim as the error value', () => {
+      const result = runText(input, strict({ trusted: true }));
+      expect(outputEvents(result.output)).toEqual([sanitized('a'), { error: engineError }]);
+    });
+
+    it('standalone: the 4.6 replacement body', () => {
+      const [, event] = outputEvents(runText(input, strict({ mode: 'standalone' })).output);
+      expect(event).toMatchObject({ error: { code: 'upstream_error', type: 'invalid_request_error' } });
+    });
+  });
+
   it('standalone: the 4.6 replacement body, no masking', () => {
     const result = runText(dataEvent({ error: providerError }), strict({ mode: 'standalone' }));
     expect(outputEvents(result.output)).toEqual([
