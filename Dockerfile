@@ -1,0 +1,61 @@
+# syntax=docker/dockerfile:1.7
+#
+# One image for both programs: `gateway` (the entrypoint) and `sim serve` (override the command with
+# ["/nodejs/bin/node", "/app/bin/sim.js", "serve", ...]). Runtime: distroless Node 24, non-root
+# (uid/gid 65532), no shell, no package manager, read-only root filesystem friendly (nothing is
+# written at runtime).
+#
+# Base images are pinned by digest through the *_DIGEST build arguments. The digests are left EMPTY
+# in this repository on purpose: they were not resolvable where this file was written (no registry
+# access), and a made-up digest would be worse than none. With an empty digest the build uses the
+# tag alone (fine for the kind e2e, not for a release). The release workflow refuses to build
+# unless both digests are set and resolve. Refresh them with
+#   .github/scripts/pin-base-images.sh            (crane, or docker buildx imagetools inspect)
+# and commit the result; docs/operations.md ("Base images") explains the procedure.
+
+ARG BUILD_IMAGE=docker.io/library/node:24-bookworm-slim
+ARG BUILD_IMAGE_DIGEST=
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
+ARG RUNTIME_IMAGE_DIGEST=
+
+# ---- build: compile TypeScript with the dev dependencies. The output is platform independent, so
+# this stage runs on the build machine's platform even for a multi-arch build.
+FROM --platform=$BUILDPLATFORM ${BUILD_IMAGE}${BUILD_IMAGE_DIGEST:+@}${BUILD_IMAGE_DIGEST} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+COPY tsconfig.base.json tsconfig.build.json ./
+COPY src ./src
+RUN ./node_modules/.bin/tsc -p tsconfig.build.json
+
+# ---- deps: production dependencies only, installed for the target platform (native add-ons, if a
+# dependency ever gains one, must match the runtime architecture).
+FROM ${BUILD_IMAGE}${BUILD_IMAGE_DIGEST:+@}${BUILD_IMAGE_DIGEST} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error \
+  && npm cache clean --force
+
+# ---- runtime
+FROM ${RUNTIME_IMAGE}${RUNTIME_IMAGE_DIGEST:+@}${RUNTIME_IMAGE_DIGEST} AS runtime
+ARG VERSION=0.0.0-dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="llm-gateway" \
+      org.opencontainers.image.description="OpenAI-compatible routing gateway and simulated inference server" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+ENV NODE_ENV=production
+WORKDIR /app
+# package.json is read at runtime for --version; everything is owned by root and read-only to the
+# process, which runs as 65532.
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY package.json ./
+COPY bin ./bin
+USER 65532:65532
+EXPOSE 3000 9090
+# Node is PID 1 and installs its own SIGTERM/SIGINT handlers (graceful drain), and it spawns no
+# children, so no init process is needed. Exec form: the signal goes to node, not to a shell.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/nodejs/bin/node", "/app/bin/gateway.js"]

@@ -1,0 +1,101 @@
+{{/*
+Alert rules (the `groups` of a Prometheus rule file). Metric names follow gateway.metricsPrefix.
+Unit-tested with promtool in test/chart (charts/gateway/tests/promtool/alerts-test.yaml).
+
+Labelled counters appear at their first increment, so "increased in the last 15 minutes" is written
+as `now - (15 minutes ago, or 0 when the series did not exist yet)` rather than with increase(),
+which would miss the first event of a series.
+*/}}
+{{- define "gateway.alertGroups" -}}
+{{- $p := include "gateway.metricsPrefix" . }}
+{{- $r := .Values.metrics.prometheusRule }}
+groups:
+  - name: gateway
+    rules:
+      - alert: GatewayConfigReloadFailing
+        expr: |
+          (
+            sum by (namespace, pod) (
+              {{ $p }}_config_reloads_total{result="failure"}
+              - ({{ $p }}_config_reloads_total{result="failure"} offset 15m or {{ $p }}_config_reloads_total{result="failure"} * 0)
+            ) > 0
+          )
+          unless on (namespace, pod)
+          (
+            sum by (namespace, pod) (
+              {{ $p }}_config_reloads_total{result="success"}
+              - ({{ $p }}_config_reloads_total{result="success"} offset 15m or {{ $p }}_config_reloads_total{result="success"} * 0)
+            ) > 0
+          )
+        labels:
+          severity: warning
+        annotations:
+          summary: {{ `Gateway {{ $labels.namespace }}/{{ $labels.pod }} rejected a configuration change` | quote }}
+          description: {{ `The gateway refused its changed configuration file in the last 15 minutes and keeps serving the last good one. Run "gateway validate" on the ConfigMap content; the pod log line "configuration reload rejected" lists every error with its JSON path. The alert clears on the next successful reload, or 15 minutes after the last failure.` | quote }}
+      - alert: GatewayConfigDivergent
+        expr: |
+          count by (namespace, job) (count by (namespace, job, hash) ({{ $p }}_config_info)) > 1
+        for: 10m
+        labels:
+          severity: warning
+        annotations:
+          summary: {{ `Gateway pods of {{ $labels.namespace }}/{{ $labels.job }} serve {{ $value }} different configurations` | quote }}
+          description: {{ `Pods behind one job report different configuration hashes (gateway_config_info) for 10 minutes. A ConfigMap update reaches every pod within about 90 seconds; longer means some pods rejected it or cannot read it.` | quote }}
+      - alert: GatewayHighErrorRatio
+        expr: |
+          (
+            sum by (namespace, model) (rate({{ $p }}_requests_total{status=~"5.."}[5m]))
+            /
+            sum by (namespace, model) (rate({{ $p }}_requests_total[5m]))
+          ) > {{ $r.errorRatioThreshold }}
+          and on (namespace, model)
+          sum by (namespace, model) (rate({{ $p }}_requests_total[5m])) > {{ $r.minRequestRate }}
+        for: 10m
+        labels:
+          severity: critical
+        annotations:
+          summary: {{ `Gateway alias {{ $labels.model }} in {{ $labels.namespace }} answers {{ $value | humanizePercentage }} of requests with 5xx` | quote }}
+          description: {{ `More than the configured share of responses on this alias are server errors (upstream errors passed through, unreachable upstreams, first-token timeouts). Check gateway_upstream_errors_total by reason and the providers of the alias.` | quote }}
+      - alert: GatewayHighRejectionRatio
+        expr: |
+          (
+            sum by (namespace, model, code) (rate({{ $p }}_rejections_total[5m]))
+            / on (namespace, model) group_left
+            sum by (namespace, model) (rate({{ $p }}_requests_total[5m]))
+          ) > {{ $r.rejectionRatioThreshold }}
+          and on (namespace, model)
+          sum by (namespace, model) (rate({{ $p }}_requests_total[5m])) > {{ $r.minRequestRate }}
+        for: 10m
+        labels:
+          severity: warning
+        annotations:
+          summary: {{ `Gateway rejects {{ $value | humanizePercentage }} of requests to {{ $labels.model }} in {{ $labels.namespace }} with code "{{ $labels.code }}"` | quote }}
+          description: {{ `The gateway itself refuses this share of the alias's requests (limits, authentication, strict-mode checks, unknown model). Limits that are too tight or a misbehaving client are the usual causes.` | quote }}
+      - alert: GatewayAimdShareAtFloor
+        expr: |
+          max by (namespace, model, pool) (
+            {{ $p }}_provider_share
+            and on (namespace, pod, model, pool)
+            ({{ $p }}_aimd_active == 1)
+          ) <= {{ addf $r.shareFloor 0.001 }}
+        for: 15m
+        labels:
+          severity: warning
+        annotations:
+          summary: {{ `The preferred provider of pool {{ $labels.pool }} ({{ $labels.namespace }}) is held at its share floor` | quote }}
+          description: {{ `On every pod the share controller has cut the preferred provider's share to its floor for 15 minutes: its first-token latency breaches the budget or it answers with overload statuses. Traffic goes to the alternates.` | quote }}
+      - alert: GatewayShutdownForcedConnections
+        expr: |
+          sum by (namespace, pod) (
+            {{ $p }}_shutdown_forced_connections_total
+            - ({{ $p }}_shutdown_forced_connections_total offset 15m or {{ $p }}_shutdown_forced_connections_total * 0)
+          ) > 0
+        labels:
+          severity: warning
+        annotations:
+          summary: {{ `Gateway {{ $labels.namespace }}/{{ $labels.pod }} cut {{ $value }} connections at its drain deadline` | quote }}
+          description: {{ `Streams were still running when gateway.shutdownTimeoutSecs expired during a shutdown, and were cut. Raise the drain timeout (the chart raises terminationGracePeriodSeconds with it) or look for streams that never end. The pod exits right after, so a scrape may miss this counter: the exit code 1 and the log line "drain timeout exceeded" are the authoritative record.` | quote }}
+      {{- with $r.extraRules }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+{{- end }}

@@ -1,0 +1,237 @@
+{{/*
+Names. The chart name can be overridden (nameOverride); the full name is "<release>-<chart>" unless
+the release name already contains the chart name, truncated to 63 characters (DNS label).
+*/}}
+{{- define "gateway.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gateway.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A name derived from the full name with a suffix, still within 63 characters. */}}
+{{- define "gateway.suffixedName" -}}
+{{- $root := index . 0 }}
+{{- $suffix := index . 1 }}
+{{- printf "%s-%s" (include "gateway.fullname" $root | trunc (int (sub 62 (len $suffix)))) $suffix | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gateway.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gateway.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gateway.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gateway.labels" -}}
+helm.sh/chart: {{ include "gateway.chart" . }}
+{{ include "gateway.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "gateway.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: llm-gateway
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gateway.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Image: "repository@sha256:..." when image.digest is set (the tag is then ignored, so a digest can
+never be contradicted by a moving tag), "repository:tag" otherwise, the tag defaulting to appVersion.
+*/}}
+{{- define "gateway.imageTag" -}}
+{{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
+{{- define "gateway.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (include "gateway.imageTag" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Termination budget (spec 3.2 and 8): preStop sleep + shutdown delay (still serving, readiness
+failing) + drain deadline + the admin server's own 5 s ceiling + a margin for the tracing flush and
+process exit. With the defaults: 0 + 5 + 300 + 5 + 20 = 330 seconds.
+*/}}
+{{- define "gateway.adminCloseCeilingSeconds" -}}5{{- end }}
+
+{{- define "gateway.minTerminationGracePeriodSeconds" -}}
+{{- $v := .Values }}
+{{- add (int $v.preStopSleepSeconds) (int $v.gateway.shutdownDelaySecs) (int $v.gateway.shutdownTimeoutSecs) (int (include "gateway.adminCloseCeilingSeconds" .)) (int $v.terminationGraceMarginSeconds) }}
+{{- end }}
+
+{{- define "gateway.terminationGracePeriodSeconds" -}}
+{{- $min := int (include "gateway.minTerminationGracePeriodSeconds" .) }}
+{{- if kindIs "invalid" .Values.terminationGracePeriodSeconds }}
+{{- $min }}
+{{- else }}
+{{- $set := int .Values.terminationGracePeriodSeconds }}
+{{- if lt $set $min }}
+{{- fail (printf "terminationGracePeriodSeconds=%d is below the gateway's shutdown budget of %d s (preStopSleepSeconds %d + gateway.shutdownDelaySecs %d + gateway.shutdownTimeoutSecs %d + admin server ceiling %s + terminationGraceMarginSeconds %d): the kubelet would SIGKILL pods while streams still drain. Raise it, lower gateway.shutdownTimeoutSecs, or leave it empty to have it computed." $set $min (int .Values.preStopSleepSeconds) (int .Values.gateway.shutdownDelaySecs) (int .Values.gateway.shutdownTimeoutSecs) (include "gateway.adminCloseCeilingSeconds" .) (int .Values.terminationGraceMarginSeconds)) }}
+{{- end }}
+{{- $set }}
+{{- end }}
+{{- end }}
+
+{{/* Replicas that exist in steady state: the HPA minimum when autoscaling, otherwise replicas. */}}
+{{- define "gateway.effectiveReplicas" -}}
+{{- if .Values.autoscaling.enabled }}
+{{- int .Values.autoscaling.minReplicas }}
+{{- else }}
+{{- int .Values.replicas }}
+{{- end }}
+{{- end }}
+
+{{/*
+A simulator model file in TOML: top-level scalars, then one table per nested map. Written by hand
+because toToml prints every number as a float (YAML numbers arrive as float64), and integer fields
+read better as integers.
+*/}}
+{{- define "gateway.tomlValue" -}}
+{{- if kindIs "string" . }}{{ toJson . }}
+{{- else if kindIs "bool" . }}{{ . }}
+{{- else if and (kindIs "float64" .) (eq (floor .) .) }}{{ int64 . }}
+{{- else }}{{ . }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.simulatorModelToml" -}}
+{{- $model := . }}
+{{- range $key := keys $model | sortAlpha }}
+{{- $value := get $model $key }}
+{{- if not (kindIs "map" $value) }}
+{{ $key }} = {{ include "gateway.tomlValue" $value }}
+{{- end }}
+{{- end }}
+{{- range $table := keys $model | sortAlpha }}
+{{- $entries := get $model $table }}
+{{- if kindIs "map" $entries }}
+
+[{{ $table }}]
+{{- range $key := keys $entries | sortAlpha }}
+{{ $key }} = {{ include "gateway.tomlValue" (get $entries $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The simulator sidecar's aliases: one per configured model, or the built-in model "sim". */}}
+{{- define "gateway.simulatorAliases" -}}
+{{- $models := .Values.simulator.sidecar.models }}
+{{- if $models }}
+{{- keys $models | sortAlpha | toJson }}
+{{- else }}
+{{- list "sim" | toJson }}
+{{- end }}
+{{- end }}
+
+{{/*
+The configuration spec the gateway reads: config.spec, plus one target per simulator model when the
+sidecar is enabled and wired (simulator.sidecar.addTargets). A collision with a configured alias is
+an error rather than a silent override.
+*/}}
+{{- define "gateway.configSpec" -}}
+{{- $spec := deepCopy (default (dict) .Values.config.spec) }}
+{{- $targets := deepCopy (default (dict) $spec.targets) }}
+{{- $sim := .Values.simulator.sidecar }}
+{{- if and $sim.enabled $sim.addTargets }}
+{{- range $alias := include "gateway.simulatorAliases" . | fromJsonArray }}
+{{- if hasKey $targets $alias }}
+{{- fail (printf "simulator.sidecar.addTargets: alias %q is already defined in config.spec.targets; rename the simulator model or set simulator.sidecar.addTargets=false and wire it yourself" $alias) }}
+{{- end }}
+{{- $_ := set $targets $alias (dict "url" (printf "http://127.0.0.1:%d/v1" (int $sim.port))) }}
+{{- end }}
+{{- end }}
+{{- if not $targets }}
+{{- fail "config.spec.targets is empty: the gateway needs at least one alias. Set config.spec.targets (see docs/configuration.md), point config.existingConfigMap or config.existingSecret at your own configuration, or enable simulator.sidecar for a demo." }}
+{{- end }}
+{{- $_ := set $spec "targets" $targets }}
+{{- toJson $spec }}
+{{- end }}
+
+{{/* The GatewayConfig envelope written into the chart-managed ConfigMap. */}}
+{{- define "gateway.configDocument" -}}
+{{- $doc := dict
+  "apiVersion" "llm-gateway.dev/v1alpha1"
+  "kind" "GatewayConfig"
+  "metadata" (dict "name" (include "gateway.fullname" .) "namespace" (include "gateway.namespace" .))
+  "spec" (include "gateway.configSpec" . | fromJson) }}
+{{- if hasSuffix ".json" .Values.config.key }}
+{{- toPrettyJson $doc }}
+{{- else }}
+{{- toYaml $doc }}
+{{- end }}
+{{- end }}
+
+{{- define "gateway.externalConfig" -}}
+{{- if or .Values.config.existingConfigMap .Values.config.existingSecret }}true{{- end }}
+{{- end }}
+
+{{/* Checks that span several values (the schema covers single values). Renders nothing. */}}
+{{- define "gateway.validate" -}}
+{{- if and .Values.config.existingConfigMap .Values.config.existingSecret }}
+{{- fail "config.existingConfigMap and config.existingSecret are mutually exclusive" }}
+{{- end }}
+{{- if and (include "gateway.externalConfig" .) .Values.config.rolloutOnChange }}
+{{- fail "config.rolloutOnChange needs the chart-managed ConfigMap: the chart cannot checksum config.existingConfigMap or config.existingSecret" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled }}
+{{- fail "metrics.serviceMonitor.enabled and metrics.podMonitor.enabled are mutually exclusive: both would scrape every pod twice" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (not .Values.adminService.enabled) }}
+{{- fail "metrics.serviceMonitor.enabled needs adminService.enabled (the ServiceMonitor selects the admin Service); use metrics.podMonitor otherwise" }}
+{{- end }}
+{{- if eq (int .Values.gateway.port) (int .Values.gateway.adminPort) }}
+{{- fail "gateway.port and gateway.adminPort must differ: health and metrics never share the proxy port" }}
+{{- end }}
+{{- if and .Values.simulator.sidecar.enabled (or (eq (int .Values.simulator.sidecar.port) (int .Values.gateway.port)) (eq (int .Values.simulator.sidecar.port) (int .Values.gateway.adminPort))) }}
+{{- fail "simulator.sidecar.port must differ from gateway.port and gateway.adminPort (the containers share the pod's network namespace)" }}
+{{- end }}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Fails unless the cluster serves a monitoring CRD. `helm template` has no cluster: pass
+--api-versions monitoring.coreos.com/v1/<Kind>, or set metrics.skipCrdCheck.
+*/}}
+{{- define "gateway.requireCrd" -}}
+{{- $root := index . 0 }}
+{{- $kind := index . 1 }}
+{{- $value := index . 2 }}
+{{- if not (or $root.Values.metrics.skipCrdCheck ($root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" $kind))) }}
+{{- fail (printf "%s is enabled but the cluster does not serve monitoring.coreos.com/v1 %s (install the Prometheus Operator CRDs first). With helm template, pass --api-versions monitoring.coreos.com/v1/%s or set metrics.skipCrdCheck=true." $value $kind $kind) }}
+{{- end }}
+{{- end }}
+
+{{/* Labels and selector shared by the monitoring objects. */}}
+{{- define "gateway.metricsPrefix" -}}
+{{- .Values.gateway.metricsPrefix }}
+{{- end }}

@@ -1,0 +1,138 @@
+/**
+ * Rendering the chart with the pinned helm in .tools/bin (`make helm`), shared by the chart tests
+ * and by `make chart-golden` (test/chart/regenerate.ts). Node runs regenerate.ts directly, so the
+ * imports here name .ts files.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CHART = join(ROOT, 'charts/gateway');
+export const HELM = join(ROOT, '.tools/bin/helm');
+export const CI_DIR = join(CHART, 'ci');
+export const GOLDEN_DIR = join(CHART, 'tests/golden');
+export const MANIFEST_VALUES_DIR = join(ROOT, 'manifests/values');
+export const MANIFEST_RENDERED_DIR = join(ROOT, 'manifests/rendered');
+
+/** Renders pretend to target this cluster version (helm template's own default, 1.20, is below kubeVersion). */
+export const KUBE_VERSION = '1.34.0';
+/** The Prometheus Operator kinds a cluster with its CRDs serves. */
+export const MONITORING_API_VERSIONS = [
+  'monitoring.coreos.com/v1/ServiceMonitor',
+  'monitoring.coreos.com/v1/PodMonitor',
+  'monitoring.coreos.com/v1/PrometheusRule',
+];
+export const RELEASE = 'gateway';
+export const NAMESPACE = 'llm-gateway';
+
+export interface HelmResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function requireHelm(): void {
+  if (!existsSync(HELM)) {
+    throw new Error(`helm is missing at ${HELM}: run \`make helm\` (the chart tests need the pinned helm)`);
+  }
+}
+
+export function helm(args: string[]): HelmResult {
+  requireHelm();
+  const result = spawnSync(HELM, args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    // No cluster, no repositories: keep helm away from the user's kubeconfig and caches.
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? ROOT,
+      KUBECONFIG: '/dev/null',
+      HELM_CACHE_HOME: join(ROOT, 'test/.tmp/helm/cache'),
+      HELM_CONFIG_HOME: join(ROOT, 'test/.tmp/helm/config'),
+      HELM_DATA_HOME: join(ROOT, 'test/.tmp/helm/data'),
+    },
+  });
+  if (result.error) throw result.error;
+  return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+}
+
+export interface TemplateOptions {
+  valuesFiles?: string[];
+  /** `--set-json key=value` pairs. */
+  setJson?: Record<string, unknown>;
+  apiVersions?: string[];
+  skipTests?: boolean;
+  showOnly?: string[];
+}
+
+export function templateArgs(options: TemplateOptions = {}): string[] {
+  const args = ['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION];
+  for (const file of options.valuesFiles ?? []) args.push('--values', file);
+  for (const [key, value] of Object.entries(options.setJson ?? {}))
+    args.push('--set-json', `${key}=${JSON.stringify(value)}`);
+  for (const api of options.apiVersions ?? MONITORING_API_VERSIONS) args.push('--api-versions', api);
+  if (options.skipTests) args.push('--skip-tests');
+  for (const template of options.showOnly ?? []) args.push('--show-only', template);
+  return args;
+}
+
+export function template(options: TemplateOptions = {}): HelmResult {
+  return helm(templateArgs(options));
+}
+
+/** Renders and fails with helm's message when rendering fails. */
+export function renderText(options: TemplateOptions = {}): string {
+  const result = template(options);
+  if (result.status !== 0) throw new Error(`helm template failed:\n${result.stderr}`);
+  return result.stdout;
+}
+
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  [key: string]: unknown;
+}
+
+export function parseObjects(text: string): K8sObject[] {
+  const objects: K8sObject[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    if ('errors' in doc && doc.errors.length > 0) throw new Error(`rendered YAML: ${doc.errors[0]!.message}`);
+    const value: unknown = doc.toJS();
+    if (value === null || value === undefined) continue;
+    objects.push(value as K8sObject);
+  }
+  return objects;
+}
+
+export function render(options: TemplateOptions = {}): K8sObject[] {
+  return parseObjects(renderText(options));
+}
+
+/** The chart's CI scenarios: charts/gateway/ci/<name>-values.yaml. */
+export function ciCases(): { name: string; file: string }[] {
+  return readdirSync(CI_DIR)
+    .filter((f) => f.endsWith('-values.yaml'))
+    .sort()
+    .map((f) => ({ name: f.replace(/-values\.yaml$/, ''), file: join(CI_DIR, f) }));
+}
+
+/** The value sets manifests/rendered/ is rendered from: manifests/values/<name>.yaml. */
+export function manifestCases(): { name: string; file: string }[] {
+  return readdirSync(MANIFEST_VALUES_DIR)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f) => ({ name: f.replace(/\.yaml$/, ''), file: join(MANIFEST_VALUES_DIR, f) }));
+}
+
+export function findObject(objects: K8sObject[], kind: string, name?: string): K8sObject | undefined {
+  return objects.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+}
