@@ -1,0 +1,188 @@
+import { Pool } from 'undici';
+import {
+  ALIAS,
+  CHAT_PATH,
+  INTERVAL_HEADER,
+  STREAM_HEADER,
+  chatRequestBody,
+  eventsPerStream,
+} from '../support/payloads.ts';
+import { Samples, sleep } from '../support/stats.ts';
+import { startWindow, type CpuWindow, type Target } from '../support/target.ts';
+
+/** What one SSE response looked like at the client. */
+export interface StreamOutcome {
+  status: number;
+  /** Send to the first body bytes, ms. */
+  ttfb: number;
+  /** SSE events received (blank-line terminated). */
+  events: number;
+  /** The body ended cleanly with the expected number of events. */
+  complete: boolean;
+  /** Arrival gaps between consecutive events, ms (each event dated by the read that completed it). */
+  gaps: number[];
+}
+
+export interface StreamRequest {
+  chunks: number;
+  /** Upstream pacing; 0 = the upstream writes all events back to back. */
+  intervalMs: number;
+  recordGaps: boolean;
+  /** Called once when the first body bytes arrive. */
+  onFirstByte?: () => void;
+}
+
+const BODY = chatRequestBody(ALIAS, true);
+
+/**
+ * Sends one streaming chat completion and reads it in flowing mode, so each body `data` event is
+ * one buffer as the HTTP parser delivered it (no re-buffering by the client).
+ */
+export function streamOnce(pool: Pool, target: Target, request: StreamRequest): Promise<StreamOutcome> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    [STREAM_HEADER]: String(request.chunks),
+    ...target.headers,
+  };
+  if (request.intervalMs > 0) headers[INTERVAL_HEADER] = String(request.intervalMs);
+  const sentAt = performance.now();
+  const expected = eventsPerStream(request.chunks);
+  return pool.request({ path: CHAT_PATH, method: 'POST', headers, body: BODY }).then(
+    (response) =>
+      new Promise<StreamOutcome>((resolve) => {
+        let ttfb = Number.NaN;
+        let events = 0;
+        let lastByte = 0;
+        let lastEventAt = 0;
+        const gaps: number[] = [];
+        response.body.on('data', (chunk: Buffer) => {
+          const now = performance.now();
+          if (Number.isNaN(ttfb)) {
+            ttfb = now - sentAt;
+            request.onFirstByte?.();
+          }
+          let completed = 0;
+          // Count "\n\n" terminators, including one split across two reads.
+          if (lastByte === 0x0a && chunk[0] === 0x0a) completed++;
+          for (let at = chunk.indexOf('\n\n'); at >= 0; at = chunk.indexOf('\n\n', at + 2)) completed++;
+          lastByte = chunk[chunk.length - 1] ?? lastByte;
+          if (completed > 0) {
+            if (request.recordGaps) {
+              if (events > 0) gaps.push(now - lastEventAt);
+              for (let i = 1; i < completed; i++) gaps.push(0);
+            }
+            lastEventAt = now;
+            events += completed;
+          }
+        });
+        const settle = (clean: boolean): void =>
+          resolve({
+            status: response.statusCode,
+            ttfb,
+            events,
+            complete: clean && response.statusCode === 200 && events === expected,
+            gaps,
+          });
+        response.body.on('end', () => settle(true));
+        response.body.on('error', () => settle(false));
+      }),
+    () => ({ status: 0, ttfb: Number.NaN, events: 0, complete: false, gaps: [] }),
+  );
+}
+
+export interface StreamRunResult {
+  streams: number;
+  incomplete: number;
+  events: number;
+  durationSeconds: number;
+  ttfb: Samples;
+  gaps: Samples;
+  cpu: CpuWindow;
+  peakRss: number;
+}
+
+function collector() {
+  const ttfb = new Samples();
+  const gaps = new Samples();
+  let streams = 0;
+  let incomplete = 0;
+  let events = 0;
+  return {
+    ttfb,
+    gaps,
+    add(outcome: StreamOutcome): void {
+      streams++;
+      events += outcome.events;
+      if (!outcome.complete) {
+        incomplete++;
+        return;
+      }
+      ttfb.push(outcome.ttfb);
+      for (const gap of outcome.gaps) gaps.push(gap);
+    },
+    get totals() {
+      return { streams, incomplete, events };
+    },
+  };
+}
+
+/** Closed loop of `concurrency` clients, each starting its next stream when the previous ended. */
+export async function closedLoopStreams(
+  target: Target,
+  upstreamPid: number,
+  options: { concurrency: number; durationSeconds: number; chunks: number },
+): Promise<StreamRunResult> {
+  const pool = new Pool(target.origin, { connections: options.concurrency, keepAliveTimeout: 60_000 });
+  const request: StreamRequest = { chunks: options.chunks, intervalMs: 0, recordGaps: false };
+  await streamOnce(pool, target, request);
+  const results = collector();
+  const stop = startWindow(target, upstreamPid);
+  const start = performance.now();
+  const deadline = start + options.durationSeconds * 1000;
+  const client = async (): Promise<void> => {
+    while (performance.now() < deadline) results.add(await streamOnce(pool, target, request));
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, client));
+  const durationSeconds = (performance.now() - start) / 1000;
+  const { cpu, peakRss } = stop();
+  await pool.close();
+  return { ...results.totals, durationSeconds, ttfb: results.ttfb, gaps: results.gaps, cpu, peakRss };
+}
+
+/**
+ * Open loop of streams: one new stream every 1/rate seconds, each paced by the upstream at
+ * `intervalMs` per event. Measures time to first byte at low load and whether events keep their
+ * own arrival times (a coalescing proxy would deliver several in one read).
+ */
+export async function openLoopStreams(
+  target: Target,
+  upstreamPid: number,
+  options: { ratePerSecond: number; durationSeconds: number; chunks: number; intervalMs: number },
+): Promise<StreamRunResult> {
+  const pool = new Pool(target.origin, { keepAliveTimeout: 60_000 });
+  const request: StreamRequest = { chunks: options.chunks, intervalMs: options.intervalMs, recordGaps: true };
+  await streamOnce(pool, target, { ...request, intervalMs: 1 });
+  const results = collector();
+  const pending = new Set<Promise<void>>();
+  const stop = startWindow(target, upstreamPid);
+  const start = performance.now();
+  const total = Math.round(options.ratePerSecond * options.durationSeconds);
+  const intervalMs = 1000 / options.ratePerSecond;
+  let sent = 0;
+  while (sent < total) {
+    const due = Math.min(total, Math.floor((performance.now() - start) / intervalMs) + 1);
+    for (; sent < due; sent++) {
+      const running: Promise<void> = streamOnce(pool, target, request).then((outcome) => {
+        results.add(outcome);
+        pending.delete(running);
+      });
+      pending.add(running);
+    }
+    await sleep(Math.max(0, start + sent * intervalMs - performance.now()));
+  }
+  await Promise.all(pending);
+  const durationSeconds = (performance.now() - start) / 1000;
+  const { cpu, peakRss } = stop();
+  await pool.close();
+  return { ...results.totals, durationSeconds, ttfb: results.ttfb, gaps: results.gaps, cpu, peakRss };
+}

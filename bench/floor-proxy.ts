@@ -1,0 +1,94 @@
+/**
+ * The floor proxy: the least a Node.js proxy for this traffic can do, to measure the gateway
+ * against. It reads the request body, parses the JSON once (a router must find `model`), forwards
+ * with an undici Pool (keep-alive, unlimited connections, as the gateway's Agent), and streams the
+ * response back with `pipeline` (backpressure both ways, upstream aborted when the client leaves).
+ * Hop-by-hop headers are dropped in both directions, as any correct proxy must. No routing table,
+ * auth, limits, metrics or logging.
+ *
+ * Run: `node bench/floor-proxy.ts --upstream http://127.0.0.1:PORT`; prints
+ * `{"msg":"listening","listener":"proxy","port":N}`. Server timeouts match the gateway's defaults.
+ */
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { Pool, type Dispatcher } from 'undici';
+
+const DROP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'content-length',
+]);
+
+function forwardable(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>) {
+  const out: Record<string, string | string[]> = {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined && !DROP.has(name)) out[name] = value;
+  }
+  return out;
+}
+
+const { values } = parseArgs({ options: { upstream: { type: 'string' } } });
+if (!values.upstream) throw new Error('--upstream <origin> is required');
+const pool = new Pool(values.upstream, {
+  keepAliveTimeout: 30_000,
+  headersTimeout: 300_000,
+  bodyTimeout: 300_000,
+});
+
+const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    if (body.length > 0) {
+      try {
+        const parsed = JSON.parse(body.toString('utf8')) as { model?: unknown };
+        if (typeof parsed.model !== 'string') throw new Error('no model');
+      } catch {
+        res.writeHead(400, { 'content-length': 0 }).end();
+        return;
+      }
+    }
+    const abort = new AbortController();
+    res.once('close', () => abort.abort());
+    pool
+      .request({
+        path: req.url ?? '/',
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: forwardable(req.headers),
+        body: body.length > 0 ? body : null,
+        signal: abort.signal,
+      })
+      .then(
+        (upstream) => {
+          res.writeHead(upstream.statusCode, forwardable(upstream.headers));
+          pipeline(upstream.body, res, () => {});
+        },
+        () => {
+          if (!res.headersSent) res.writeHead(502, { 'content-length': 0 }).end();
+          else res.destroy();
+        },
+      );
+  });
+});
+server.keepAliveTimeout = 65_000;
+server.listen({ host: '127.0.0.1', port: 0 }, () => {
+  const { port } = server.address() as AddressInfo;
+  process.stdout.write(`${JSON.stringify({ msg: 'listening', listener: 'proxy', port })}\n`);
+});
+const stop = (): void => {
+  server.close();
+  server.closeIdleConnections();
+  void pool.close().finally(() => process.exit(0));
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,728 @@
+/**
+ * The benchmark (`make bench`, `make bench-quick`): the gateway against a fixed-response upstream
+ * and a floor proxy, on loopback, on this machine's cores. Prints one markdown table and the
+ * performance budget with a verdict per line; progress goes to stderr.
+ *
+ *   node bench/run.ts [--quick] [--json <file>] [--only closed,open,stream,paced,memory,reload]
+ *
+ * Layout (three processes share the cores; see docs/performance.md):
+ * - this process: the load generators (autocannon for the closed loop, undici for the open loop and
+ *   streams) and the orchestration, idle between windows;
+ * - `bench/upstream.ts`: the fixed-response upstream (raw sockets, two ports for the pool row);
+ * - the proxies, all started once and idle while another is measured: `bench/floor-proxy.ts` and
+ *   one `bin/gateway.js` per configuration (plain, limits, pool, strict); the reload row starts its
+ *   own gateway with 1,000 aliases.
+ * Every row runs in every round, in alternating order (reversed each round) after a warm-up, and
+ * ratios compare windows of the same round.
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { closedLoop, type ClosedLoopResult } from './drivers/closed-loop.ts';
+import { openLoop, type OpenLoopResult } from './drivers/open-loop.ts';
+import { closedLoopStreams, openLoopStreams, type StreamRunResult } from './drivers/streaming.ts';
+import { slowStreams, type SlowStreamsResult } from './scenarios/memory.ts';
+import { reloadWindow, type ReloadRunResult } from './scenarios/reload.ts';
+import {
+  BENCH_TOKEN,
+  GATEWAY_DESCRIPTIONS,
+  GATEWAY_KINDS,
+  gatewayConfig,
+  manyAliasesConfig,
+  type GatewayKind,
+} from './support/configs.ts';
+import { STREAM_CHUNKS, eventsPerStream } from './support/payloads.ts';
+import {
+  fmt,
+  machine,
+  renderBudget,
+  renderMachine,
+  renderTable,
+  type BudgetLine,
+  type Row,
+} from './support/report.ts';
+import { startFloor, startGateway, startUpstream, type RunningProxy } from './support/services.ts';
+import { waitForQuiet } from './support/quiet.ts';
+import { Samples, median, sum } from './support/stats.ts';
+import type { CpuWindow, Target } from './support/target.ts';
+
+interface Plan {
+  name: 'quick' | 'full';
+  rounds: number;
+  warmupSeconds: number;
+  connections: number;
+  closedSeconds: number;
+  openRate: number;
+  openSeconds: number;
+  streamConcurrency: number;
+  streamSeconds: number;
+  pacedRate: number;
+  pacedIntervalMs: number;
+  pacedSeconds: number;
+  /**
+   * Memory rows: which proxy, and whether in a freshly started process (only the streams) or in the
+   * long-running one after the throughput rows (its heap already grown by them).
+   */
+  memory: { streams: number; intervalMs: number; holdSeconds: number; targets: readonly MemoryTarget[] };
+  reload: { aliases: number; rate: number; seconds: number; rounds: number };
+  /** Before each window, wait up to this long for other programs to leave the cores alone (0: no wait). */
+  quietWaitSeconds: number;
+  /** Re-measure a window this many times when other programs loaded the machine during it. */
+  contendedRetries: number;
+}
+
+interface MemoryTarget {
+  proxy: 'floor' | GatewayKind;
+  fresh: boolean;
+}
+
+/** Other programs' load (cores) above which a window is flagged as contended. */
+const CONTENDED_CORES = 0.25;
+
+const FULL: Plan = {
+  name: 'full',
+  rounds: 3,
+  warmupSeconds: 5,
+  connections: 32,
+  closedSeconds: 10,
+  openRate: 1000,
+  openSeconds: 10,
+  streamConcurrency: 32,
+  streamSeconds: 8,
+  pacedRate: 100,
+  pacedIntervalMs: 10,
+  pacedSeconds: 8,
+  memory: {
+    streams: 1000,
+    intervalMs: 200,
+    holdSeconds: 5,
+    targets: [
+      { proxy: 'floor', fresh: true },
+      { proxy: 'plain', fresh: true },
+      { proxy: 'strict', fresh: true },
+      { proxy: 'floor', fresh: false },
+      { proxy: 'plain', fresh: false },
+    ],
+  },
+  reload: { aliases: 1000, rate: 1000, seconds: 15, rounds: 2 },
+  quietWaitSeconds: 30,
+  contendedRetries: 2,
+};
+
+const QUICK: Plan = {
+  name: 'quick',
+  rounds: 1,
+  warmupSeconds: 1,
+  connections: 32,
+  closedSeconds: 3,
+  openRate: 1000,
+  openSeconds: 2.5,
+  streamConcurrency: 32,
+  streamSeconds: 3,
+  pacedRate: 100,
+  pacedIntervalMs: 10,
+  pacedSeconds: 2.5,
+  memory: {
+    streams: 1000,
+    intervalMs: 80,
+    holdSeconds: 1.5,
+    targets: [
+      { proxy: 'plain', fresh: true },
+      { proxy: 'plain', fresh: false },
+    ],
+  },
+  reload: { aliases: 1000, rate: 1000, seconds: 5, rounds: 1 },
+  quietWaitSeconds: 0,
+  contendedRetries: 0,
+};
+
+const SECTIONS = ['closed', 'open', 'stream', 'paced', 'memory', 'reload'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const log = (message: string): void => {
+  process.stderr.write(
+    `[bench ${((performance.now() - startedAt) / 1000).toFixed(0).padStart(4)}s] ${message}\n`,
+  );
+};
+const startedAt = performance.now();
+
+/** Targets of one round, direct and floor first; reversed on odd rounds (ABBA against drift). */
+function roundOrder<T>(items: readonly T[], round: number): T[] {
+  return round % 2 === 0 ? [...items] : [...items].reverse();
+}
+
+function cores(windows: readonly CpuWindow[]): string {
+  const seconds = sum(windows.map((w) => w.seconds));
+  const share = (pick: (w: CpuWindow) => number): string => fmt(sum(windows.map(pick)) / seconds);
+  return `cores proxy/upstream/loadgen ${share((w) => w.proxy)}/${share((w) => w.upstream)}/${share((w) => w.loadgen)}`;
+}
+
+/** The highest load other programs put on the machine during any of the windows, in cores. */
+function others(windows: readonly CpuWindow[]): number {
+  return Math.max(...windows.map((w) => w.others / w.seconds));
+}
+
+function pooled(samples: readonly Samples[]): Samples {
+  const all = new Samples();
+  for (const s of samples) all.addAll(s);
+  return all;
+}
+
+/** How loaded the machine was by other programs during a window, in cores. */
+const otherCores = (cpu: CpuWindow): number => cpu.others / cpu.seconds;
+
+/**
+ * Runs `measure` for every target in every round, alternating; results by target name. A window
+ * during which other programs used more than CONTENDED_CORES is measured again (up to
+ * `plan.contendedRetries` times) and the least contended attempt is kept.
+ */
+async function alternate<R>(
+  plan: Plan,
+  targets: readonly Target[],
+  label: string,
+  measure: (target: Target) => Promise<R>,
+  cpuOf: (result: R) => CpuWindow,
+): Promise<Map<string, R[]>> {
+  const results = new Map<string, R[]>(targets.map((t) => [t.name, []]));
+  for (let round = 0; round < plan.rounds; round++) {
+    for (const target of roundOrder(targets, round)) {
+      let best: R | undefined;
+      for (let attempt = 0; attempt <= plan.contendedRetries; attempt++) {
+        await quiet();
+        log(
+          `${label}: round ${round + 1}/${plan.rounds}, ${target.name}${attempt ? ` (again, attempt ${attempt + 1})` : ''}`,
+        );
+        const result = await measure(target);
+        if (best === undefined || otherCores(cpuOf(result)) < otherCores(cpuOf(best))) best = result;
+        if (otherCores(cpuOf(best)) <= CONTENDED_CORES) break;
+        log(`${label}: other programs used ${fmt(otherCores(cpuOf(result)))} cores during the window`);
+      }
+      results.get(target.name)!.push(best!);
+    }
+  }
+  return results;
+}
+
+/** Set in main: waits for the machine to be free of other load (bounded), logging when it is not. */
+let quiet: () => Promise<void> = () => Promise.resolve();
+
+/** Per-round ratio of a target's rate to the floor's rate in the same round, median over rounds. */
+function ratioToFloor(rates: Map<string, number[]>, name: string): number | undefined {
+  const floor = rates.get('floor');
+  const mine = rates.get(name);
+  if (!floor || !mine || name === 'floor' || name === 'direct') return undefined;
+  return median(mine.map((rate, round) => rate / floor[round]!));
+}
+
+function closedRows(plan: Plan, results: Map<string, ClosedLoopResult[]>): Row[] {
+  const rates = new Map(
+    [...results].map(([name, runs]) => [name, runs.map((r) => r.ok / r.durationSeconds)]),
+  );
+  const direct = pooled(results.get('direct')!.map((r) => r.latency));
+  return [...results].map(([name, runs]) => {
+    const latency = pooled(runs.map((r) => r.latency));
+    const isDirect = name === 'direct';
+    return {
+      section: 'closed loop',
+      target: name,
+      load: `${plan.connections} connections, non-streaming`,
+      rate: median(rates.get(name)!),
+      p50: latency.percentile(50),
+      p99: latency.percentile(99),
+      addedP50: isDirect ? undefined : latency.percentile(50) - direct.percentile(50),
+      addedP99: isDirect ? undefined : latency.percentile(99) - direct.percentile(99),
+      ratioFloor: ratioToFloor(rates, name),
+      cpuPer10k: isDirect
+        ? undefined
+        : (sum(runs.map((r) => r.cpu.proxy)) / sum(runs.map((r) => r.ok))) * 1e4,
+      peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
+      failed: sum(runs.map((r) => r.failed)),
+      others: others(runs.map((r) => r.cpu)),
+      notes: cores(runs.map((r) => r.cpu)),
+    };
+  });
+}
+
+function openRows(plan: Plan, results: Map<string, OpenLoopResult[]>): Row[] {
+  const direct = pooled(results.get('direct')!.map((r) => r.latency));
+  return [...results].map(([name, runs]) => {
+    const latency = pooled(runs.map((r) => r.latency));
+    const lag = pooled(runs.map((r) => r.lag));
+    const isDirect = name === 'direct';
+    const skipped = sum(runs.map((r) => r.skipped));
+    return {
+      section: 'open loop',
+      target: name,
+      load: `${plan.openRate} req/s, non-streaming`,
+      rate: sum(runs.map((r) => r.ok)) / sum(runs.map((r) => r.durationSeconds)),
+      p50: latency.percentile(50),
+      p99: latency.percentile(99),
+      addedP50: isDirect ? undefined : latency.percentile(50) - direct.percentile(50),
+      addedP99: isDirect ? undefined : latency.percentile(99) - direct.percentile(99),
+      ratioFloor: undefined,
+      cpuPer10k: isDirect
+        ? undefined
+        : (sum(runs.map((r) => r.cpu.proxy)) / sum(runs.map((r) => r.ok))) * 1e4,
+      peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
+      failed: sum(runs.map((r) => r.failed)) + skipped,
+      others: others(runs.map((r) => r.cpu)),
+      notes: `p99.9 ${fmt(latency.percentile(99.9))} ms; send lag p99 ${fmt(lag.percentile(99))} ms${skipped ? `; ${skipped} not sent` : ''}`,
+    };
+  });
+}
+
+interface StreamStats {
+  rate: number[];
+  ttfb: Samples;
+  gaps: Samples;
+  events: number;
+  seconds: number;
+  streams: number;
+}
+
+function streamStats(runs: readonly StreamRunResult[]): StreamStats {
+  return {
+    rate: runs.map((r) => (r.streams - r.incomplete) / r.durationSeconds),
+    ttfb: pooled(runs.map((r) => r.ttfb)),
+    gaps: pooled(runs.map((r) => r.gaps)),
+    events: sum(runs.map((r) => r.events)),
+    seconds: sum(runs.map((r) => r.durationSeconds)),
+    streams: sum(runs.map((r) => r.streams)),
+  };
+}
+
+function streamRows(plan: Plan, results: Map<string, StreamRunResult[]>): Row[] {
+  const stats = new Map([...results].map(([name, runs]) => [name, streamStats(runs)]));
+  const rates = new Map([...stats].map(([name, s]) => [name, s.rate]));
+  const direct = stats.get('direct')!;
+  return [...results].map(([name, runs]) => {
+    const s = stats.get(name)!;
+    const isDirect = name === 'direct';
+    return {
+      section: 'streaming, closed loop',
+      target: name,
+      load: `${plan.streamConcurrency} streams, ${STREAM_CHUNKS} chunks unpaced; p50/p99 = TTFB`,
+      rate: median(s.rate),
+      p50: s.ttfb.percentile(50),
+      p99: s.ttfb.percentile(99),
+      addedP50: isDirect ? undefined : s.ttfb.percentile(50) - direct.ttfb.percentile(50),
+      addedP99: isDirect ? undefined : s.ttfb.percentile(99) - direct.ttfb.percentile(99),
+      ratioFloor: ratioToFloor(rates, name),
+      cpuPer10k: isDirect ? undefined : (sum(runs.map((r) => r.cpu.proxy)) / s.streams) * 1e4,
+      peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
+      failed: sum(runs.map((r) => r.incomplete)),
+      others: others(runs.map((r) => r.cpu)),
+      notes: `${fmt(s.events / s.seconds, 0)} events/s; ${fmt(s.events / s.streams, 1)} events/stream (expected ${eventsPerStream(STREAM_CHUNKS)}); ${cores(runs.map((r) => r.cpu))}`,
+    };
+  });
+}
+
+/** Share of events that arrived less than a quarter of the pacing interval after the previous one. */
+function coalescedShare(gaps: Samples, intervalMs: number): number {
+  return gaps.count === 0 ? Number.NaN : gaps.countBelow(intervalMs / 4) / gaps.count;
+}
+
+interface PacedSummary {
+  coalesced: number;
+  gapP50: number;
+  gapP99: number;
+}
+
+function pacedRows(
+  plan: Plan,
+  results: Map<string, StreamRunResult[]>,
+): { rows: Row[]; paced: Map<string, PacedSummary> } {
+  const stats = new Map([...results].map(([name, runs]) => [name, streamStats(runs)]));
+  const direct = stats.get('direct')!;
+  const paced = new Map<string, PacedSummary>();
+  const rows = [...results].map(([name, runs]): Row => {
+    const s = stats.get(name)!;
+    const isDirect = name === 'direct';
+    const summary = {
+      coalesced: coalescedShare(s.gaps, plan.pacedIntervalMs),
+      gapP50: s.gaps.percentile(50),
+      gapP99: s.gaps.percentile(99),
+    };
+    paced.set(name, summary);
+    return {
+      section: 'streaming, open loop',
+      target: name,
+      load: `${plan.pacedRate} streams/s, ${STREAM_CHUNKS} chunks paced ${plan.pacedIntervalMs} ms; p50/p99 = TTFB`,
+      rate: median(s.rate),
+      p50: s.ttfb.percentile(50),
+      p99: s.ttfb.percentile(99),
+      addedP50: isDirect ? undefined : s.ttfb.percentile(50) - direct.ttfb.percentile(50),
+      addedP99: isDirect ? undefined : s.ttfb.percentile(99) - direct.ttfb.percentile(99),
+      ratioFloor: undefined,
+      cpuPer10k: isDirect ? undefined : (sum(runs.map((r) => r.cpu.proxy)) / s.streams) * 1e4,
+      peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
+      failed: sum(runs.map((r) => r.incomplete)),
+      others: others(runs.map((r) => r.cpu)),
+      notes:
+        `event gap p50/p99 ${fmt(summary.gapP50)}/${fmt(summary.gapP99)} ms; ` +
+        `coalesced ${fmt(summary.coalesced * 100, 2)}% of events`,
+    };
+  });
+  return { rows, paced };
+}
+
+function memoryRow(plan: Plan, name: string, result: SlowStreamsResult): Row {
+  const perStream = ((result.heldRss - result.idleRss) * 1e6) / 1024 / plan.memory.streams;
+  const inflight =
+    result.gatewayInflight === undefined ? '' : ` (gateway in-flight gauge ${result.gatewayInflight})`;
+  return {
+    section: 'memory',
+    target: name,
+    load: `${plan.memory.streams} slow streams held open (1 event / ${plan.memory.intervalMs} ms)`,
+    rate: undefined,
+    p50: undefined,
+    p99: undefined,
+    addedP50: undefined,
+    addedP99: undefined,
+    ratioFloor: undefined,
+    cpuPer10k: undefined,
+    peakRss: result.peakRss,
+    failed: result.incomplete,
+    others: undefined,
+    notes:
+      `${result.openAtSample} open at sample${inflight}; RSS idle ${fmt(result.idleRss, 0)} MB -> held ` +
+      `${fmt(result.heldRss, 0)} MB (~${fmt(perStream, 0)} KiB/stream); ${result.complete} complete`,
+  };
+}
+
+function reloadRows(plan: Plan, staticRuns: ReloadRunResult[], rewriteRuns: ReloadRunResult[]): Row[] {
+  const base = pooled(staticRuns.map((r) => r.load.latency));
+  const make = (runs: ReloadRunResult[], rewriting: boolean): Row => {
+    const latency = pooled(runs.map((r) => r.load.latency));
+    const rewrites = sum(runs.map((r) => r.rewrites));
+    const reloads = sum(runs.map((r) => r.reloads));
+    return {
+      section: 'reload',
+      target: `gateway, ${plan.reload.aliases} aliases`,
+      load: `${plan.reload.rate} req/s open loop, ${rewriting ? 'config rewritten every 1 s' : 'config unchanged'}`,
+      rate: sum(runs.map((r) => r.load.ok)) / sum(runs.map((r) => r.load.durationSeconds)),
+      p50: latency.percentile(50),
+      p99: latency.percentile(99),
+      addedP50: rewriting ? latency.percentile(50) - base.percentile(50) : undefined,
+      addedP99: rewriting ? latency.percentile(99) - base.percentile(99) : undefined,
+      ratioFloor: undefined,
+      cpuPer10k: (sum(runs.map((r) => r.load.cpu.proxy)) / sum(runs.map((r) => r.load.ok))) * 1e4,
+      peakRss: Math.max(...runs.map((r) => r.load.peakRss)),
+      failed: sum(runs.map((r) => r.load.failed + r.load.skipped)),
+      others: others(runs.map((r) => r.load.cpu)),
+      notes:
+        `max ${fmt(latency.max)} ms` +
+        (rewriting
+          ? `; ${reloads} reloads applied for ${rewrites} rewrites; added = vs unchanged config`
+          : ''),
+    };
+  };
+  return [make(staticRuns, false), make(rewriteRuns, true)];
+}
+
+function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefined): BudgetLine[] {
+  const find = (section: string, target: string): Row | undefined =>
+    rows.find((r) => r.section === section && r.target === target);
+  const lines: BudgetLine[] = [];
+  const contended = rows.filter((r) => (r.others ?? 0) > CONTENDED_CORES);
+  if (contended.length > 0) {
+    lines.push({
+      line: 'Machine free of other load during the windows',
+      measured: `${contended.length} rows had other programs using up to ${fmt(Math.max(...contended.map((r) => r.others ?? 0)))} cores`,
+      pass: false,
+    });
+  }
+  const valid = (row: Row | undefined): row is Row => row !== undefined && row.failed === 0;
+  const ratioLine = (kind: GatewayKind, min: number, label: string): void => {
+    const row = find('closed loop', `gateway ${kind}`);
+    lines.push({
+      line: `${label}: throughput >= ${min}x floor (closed loop, 32 connections)`,
+      measured: row ? `${fmt(row.ratioFloor)}x${row.failed ? ` (${row.failed} failed)` : ''}` : 'not run',
+      pass: valid(row) ? (row.ratioFloor ?? 0) >= min : undefined,
+    });
+  };
+  ratioLine('plain', 0.8, 'Plain alias');
+  ratioLine('limits', 0.7, 'Full limits');
+  ratioLine('strict', 0.5, 'Strict mode');
+  for (const kind of GATEWAY_KINDS) {
+    const row = find('open loop', `gateway ${kind}`);
+    lines.push({
+      line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms`,
+      measured: row ? `+${fmt(row.addedP50)} / +${fmt(row.addedP99)} ms` : 'not run',
+      pass: valid(row) ? (row.addedP50 ?? Infinity) <= 1 && (row.addedP99 ?? Infinity) <= 5 : undefined,
+    });
+  }
+  for (const kind of ['plain', 'strict'] as const) {
+    const row = find('streaming, open loop', `gateway ${kind}`);
+    lines.push({
+      line: `Streaming, gateway ${kind}: added TTFB p50 <= 1 ms`,
+      measured: row ? `+${fmt(row.addedP50)} ms` : 'not run',
+      pass: valid(row) ? (row.addedP50 ?? Infinity) <= 1 : undefined,
+    });
+    const mine = paced?.get(`gateway ${kind}`);
+    const direct = paced?.get('direct');
+    lines.push({
+      line: `Streaming, gateway ${kind}: no chunk coalescing delay (coalesced share <= direct + 1 point, event gap p99 <= direct + 1 ms)`,
+      measured:
+        mine && direct
+          ? `coalesced ${fmt(mine.coalesced * 100)}% (direct ${fmt(direct.coalesced * 100)}%), gap p99 ${fmt(mine.gapP99)} ms (direct ${fmt(direct.gapP99)})`
+          : 'not run',
+      pass:
+        mine && direct && valid(row)
+          ? mine.coalesced <= direct.coalesced + 0.01 && mine.gapP99 <= direct.gapP99 + 1
+          : undefined,
+    });
+  }
+  for (const row of rows.filter((r) => r.section === 'memory' && r.target.startsWith('gateway'))) {
+    lines.push({
+      line: `1,000 concurrent open streams, ${row.target}: RSS <= 200 MB`,
+      measured: `peak ${fmt(row.peakRss, 0)} MB${row.failed ? ` (${row.failed} incomplete)` : ''}`,
+      pass: valid(row) ? (row.peakRss ?? Infinity) <= 200 : undefined,
+    });
+  }
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      json: { type: 'string' },
+      only: { type: 'string' },
+      'quiet-wait': { type: 'string' },
+      'proxy-node-args': { type: 'string' },
+    },
+  });
+  const plan: Plan = { ...(values.quick ? QUICK : FULL) };
+  if (values['quiet-wait'] !== undefined) plan.quietWaitSeconds = Number(values['quiet-wait']);
+  const nodeArgs = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [];
+  const only = new Set<Section>(
+    values.only ? (values.only.split(',').map((s) => s.trim()) as Section[]) : SECTIONS,
+  );
+  for (const section of only) if (!SECTIONS.includes(section)) throw new Error(`unknown section ${section}`);
+  const host = machine();
+  log(
+    `${plan.name} run; ${renderMachine(host)}${nodeArgs.length ? `; proxies run with ${nodeArgs.join(' ')}` : ''}`,
+  );
+
+  const upstream = await startUpstream(2);
+  const upstreamPid = upstream.service.pid;
+  const port = upstream.ports[0]!;
+  const startProxy = async (
+    proxy: 'floor' | GatewayKind,
+    name: string,
+  ): Promise<RunningProxy & { stop(): Promise<void> }> => {
+    if (proxy === 'floor') {
+      const floor = await startFloor(port, { nodeArgs });
+      return { ...floor, stop: () => floor.service.stop() };
+    }
+    return startGateway(name, gatewayConfig(proxy, upstream.ports), { nodeArgs });
+  };
+  const proxyTarget = (name: string, proxy: RunningProxy): Target => ({
+    name,
+    origin: proxy.origin,
+    pid: proxy.service.pid,
+    headers: name === 'gateway limits' ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
+    ...(proxy.adminOrigin ? { adminOrigin: proxy.adminOrigin } : {}),
+  });
+  const proxyName = (proxy: 'floor' | GatewayKind): string =>
+    proxy === 'floor' ? 'floor' : `gateway ${proxy}`;
+
+  const rows: Row[] = [];
+  let paced: Map<string, PacedSummary> | undefined;
+  const ownPids: number[] = [upstreamPid];
+  quiet = async () => {
+    if (plan.quietWaitSeconds <= 0) return;
+    const load = await waitForQuiet(ownPids, plan.quietWaitSeconds, CONTENDED_CORES / 2);
+    if (load > CONTENDED_CORES / 2) log(`other programs are using ${fmt(load)} cores; measuring anyway`);
+  };
+
+  try {
+    const running = new Map<string, RunningProxy & { stop(): Promise<void> }>();
+    for (const proxy of ['floor', ...GATEWAY_KINDS] as const) {
+      const started = await startProxy(proxy, `${proxy}`);
+      running.set(proxyName(proxy), started);
+      ownPids.push(started.service.pid);
+    }
+    try {
+      const direct: Target = {
+        name: 'direct',
+        origin: `http://127.0.0.1:${port}`,
+        pid: undefined,
+        headers: {},
+      };
+      const targets: Target[] = [direct, ...[...running].map(([name, proxy]) => proxyTarget(name, proxy))];
+      const streamTargets = targets.filter((t) =>
+        ['direct', 'floor', 'gateway plain', 'gateway strict'].includes(t.name),
+      );
+
+      for (const target of targets) {
+        log(`warm-up: ${target.name}`);
+        await closedLoop(target, upstreamPid, {
+          connections: plan.connections,
+          durationSeconds: plan.warmupSeconds,
+          measure: false,
+        });
+        if (streamTargets.includes(target)) {
+          await closedLoopStreams(target, upstreamPid, {
+            concurrency: 8,
+            durationSeconds: Math.min(2, plan.warmupSeconds / 2),
+            chunks: STREAM_CHUNKS,
+          });
+        }
+      }
+
+      if (only.has('closed')) {
+        const results = await alternate(
+          plan,
+          targets,
+          'closed loop',
+          (target) =>
+            closedLoop(target, upstreamPid, {
+              connections: plan.connections,
+              durationSeconds: plan.closedSeconds,
+            }),
+          (r) => r.cpu,
+        );
+        rows.push(...closedRows(plan, results));
+      }
+      if (only.has('open')) {
+        const results = await alternate(
+          plan,
+          targets,
+          'open loop',
+          (target) =>
+            openLoop(target, upstreamPid, {
+              ratePerSecond: plan.openRate,
+              durationSeconds: plan.openSeconds,
+            }),
+          (r) => r.cpu,
+        );
+        rows.push(...openRows(plan, results));
+      }
+      if (only.has('stream')) {
+        const results = await alternate(
+          plan,
+          streamTargets,
+          'streaming closed loop',
+          (target) =>
+            closedLoopStreams(target, upstreamPid, {
+              concurrency: plan.streamConcurrency,
+              durationSeconds: plan.streamSeconds,
+              chunks: STREAM_CHUNKS,
+            }),
+          (r) => r.cpu,
+        );
+        rows.push(...streamRows(plan, results));
+      }
+      if (only.has('paced')) {
+        const results = await alternate(
+          plan,
+          streamTargets,
+          'streaming open loop',
+          (target) =>
+            openLoopStreams(target, upstreamPid, {
+              ratePerSecond: plan.pacedRate,
+              durationSeconds: plan.pacedSeconds,
+              chunks: STREAM_CHUNKS,
+              intervalMs: plan.pacedIntervalMs,
+            }),
+          (r) => r.cpu,
+        );
+        const summary = pacedRows(plan, results);
+        rows.push(...summary.rows);
+        paced = summary.paced;
+      }
+      if (only.has('memory')) {
+        for (const spec of plan.memory.targets) {
+          const name = `${proxyName(spec.proxy)} (${spec.fresh ? 'fresh process' : 'after the rows above'})`;
+          const fresh = spec.fresh ? await startProxy(spec.proxy, `${spec.proxy}-memory`) : undefined;
+          try {
+            const proxy = fresh ?? running.get(proxyName(spec.proxy))!;
+            await quiet();
+            log(`memory: ${plan.memory.streams} slow streams through ${name}`);
+            const result = await slowStreams(proxyTarget(name, proxy), {
+              streams: plan.memory.streams,
+              chunks: STREAM_CHUNKS,
+              intervalMs: plan.memory.intervalMs,
+              holdSeconds: plan.memory.holdSeconds,
+              rampBatch: 100,
+            });
+            rows.push(memoryRow(plan, name, result));
+          } finally {
+            await fresh?.stop();
+          }
+        }
+      }
+    } finally {
+      await Promise.all([...running.values()].map((proxy) => proxy.stop()));
+      ownPids.splice(1);
+    }
+
+    if (only.has('reload')) {
+      log(`reload: starting a gateway with ${plan.reload.aliases} aliases`);
+      const gateway = await startGateway('gateway-reload', manyAliasesConfig(port, plan.reload.aliases, 0), {
+        nodeArgs,
+      });
+      ownPids.push(gateway.service.pid);
+      try {
+        const target = proxyTarget('gateway reload', gateway);
+        await closedLoop(target, upstreamPid, {
+          connections: plan.connections,
+          durationSeconds: plan.warmupSeconds,
+          measure: false,
+        });
+        const staticRuns: ReloadRunResult[] = [];
+        const rewriteRuns: ReloadRunResult[] = [];
+        let generation = 1;
+        for (let round = 0; round < plan.reload.rounds; round++) {
+          for (const rewrite of roundOrder([false, true], round)) {
+            await quiet();
+            log(`reload: round ${round + 1}/${plan.reload.rounds}, ${rewrite ? 'rewriting' : 'unchanged'}`);
+            const result = await reloadWindow(gateway, target, upstreamPid, {
+              rewrite,
+              upstreamPort: port,
+              aliases: plan.reload.aliases,
+              ratePerSecond: plan.reload.rate,
+              durationSeconds: plan.reload.seconds,
+              firstGeneration: generation,
+            });
+            generation += result.rewrites + 1;
+            (rewrite ? rewriteRuns : staticRuns).push(result);
+          }
+        }
+        rows.push(...reloadRows(plan, staticRuns, rewriteRuns));
+      } finally {
+        await gateway.stop();
+      }
+    }
+  } finally {
+    await upstream.service.stop();
+  }
+
+  const budgetLines = budget(rows, paced);
+  const configs = GATEWAY_KINDS.map((kind) => `- gateway ${kind}: ${GATEWAY_DESCRIPTIONS[kind]}`).join('\n');
+  const output = [
+    `## Benchmark (${plan.name}), ${renderMachine(host)}${nodeArgs.length ? `; proxies run with \`${nodeArgs.join(' ')}\`` : ''}`,
+    '',
+    `Rounds: ${plan.rounds}; closed loop ${plan.closedSeconds} s, open loop ${plan.openSeconds} s, ` +
+      `streaming ${plan.streamSeconds} s / ${plan.pacedSeconds} s per window; warm-up ${plan.warmupSeconds} s per target. ` +
+      `Latencies in ms; "added" = minus the direct row (reload: minus the unchanged-config row). ` +
+      `Total time ${fmt((performance.now() - startedAt) / 1000, 0)} s.`,
+    '',
+    configs,
+    '',
+    renderTable(rows),
+    '',
+    '### Budget',
+    '',
+    renderBudget(budgetLines),
+    '',
+  ].join('\n');
+  process.stdout.write(output);
+  if (values.json) {
+    writeFileSync(values.json, JSON.stringify({ machine: host, plan, rows, budget: budgetLines }, null, 2));
+    log(`results written to ${values.json}`);
+  }
+}
+
+await main();

@@ -1,0 +1,99 @@
+import { ALIAS } from './payloads.ts';
+
+/** The bearer token of the keyed configurations (a benchmark-only value). */
+export const BENCH_TOKEN = 'bench-token-3f9c2a7d51e84b06a1c4d2e7f8091b3c';
+
+/** Limits far above what two cores can drive: every check runs, none refuses. */
+const NEVER_RATE = { requests_per_second: 10_000_000, burst_size: 10_000_000 };
+const NEVER_CONCURRENCY = { max_concurrent_requests: 1_000_000 };
+
+export type GatewayKind = 'plain' | 'limits' | 'pool' | 'strict';
+
+export const GATEWAY_KINDS: readonly GatewayKind[] = ['plain', 'limits', 'pool', 'strict'];
+
+export const GATEWAY_DESCRIPTIONS: Record<GatewayKind, string> = {
+  plain: 'one alias, one provider, no keys',
+  limits:
+    'keyed auth (named key with account), key + target rate limit, key + target concurrency limit, account in-flight limit',
+  pool: 'priority pool of two providers, fallback (on 429/5xx and connection errors), AIMD share controller',
+  strict: 'strict_mode: true, one alias',
+};
+
+const base = (port: number): string => `http://127.0.0.1:${port}/v1`;
+
+/**
+ * The gateway configurations of the benchmark rows. `ports` are the upstream's listening ports (the
+ * pool's second provider gets its own port, so it has its own connection pool as a real second
+ * provider would).
+ */
+export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Record<string, unknown> {
+  const first = ports[0]!;
+  const second = ports[1] ?? first;
+  switch (kind) {
+    case 'plain':
+      return { targets: { [ALIAS]: { url: base(first) } } };
+    case 'limits':
+      return {
+        auth: {
+          key_definitions: {
+            'bench-key': {
+              key: BENCH_TOKEN,
+              labels: { account: 'bench-account' },
+              rate_limit: NEVER_RATE,
+              concurrency_limit: NEVER_CONCURRENCY,
+            },
+          },
+        },
+        targets: {
+          [ALIAS]: {
+            url: base(first),
+            keys: ['bench-key'],
+            rate_limit: NEVER_RATE,
+            concurrency_limit: NEVER_CONCURRENCY,
+            inflight_limit: 1_000_000,
+          },
+        },
+      };
+    case 'pool':
+      return {
+        targets: {
+          [ALIAS]: {
+            strategy: 'priority',
+            providers: [
+              { name: 'primary', url: base(first) },
+              { name: 'secondary', url: base(second) },
+            ],
+            fallback: {
+              on_status: [429, 5],
+              on_connection_error: true,
+              max_attempts: 2,
+              aimd: { latency_budget_ms: 2000 },
+            },
+          },
+        },
+      };
+    case 'strict':
+      return { strict_mode: true, targets: { [ALIAS]: { url: base(first) } } };
+  }
+}
+
+/**
+ * The reload row's configuration: the benchmarked alias plus filler aliases up to `aliases`, each
+ * filler with a response header carrying `generation`, so every rewrite changes the file's hash
+ * (an unchanged hash is not reloaded) while the benchmarked alias stays the same.
+ */
+export function manyAliasesConfig(
+  port: number,
+  aliases: number,
+  generation: number,
+): Record<string, unknown> {
+  const targets: Record<string, unknown> = { [ALIAS]: { url: base(port) } };
+  for (let i = 1; i < aliases; i++) {
+    targets[`filler-${String(i).padStart(4, '0')}`] = {
+      url: base(port),
+      gateway_model: `model-${i % 17}`,
+      response_headers: { 'x-bench-generation': String(generation) },
+    };
+  }
+  return { targets };
+}

@@ -1,0 +1,191 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (bench/ is one level below it). */
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export type LogLine = Record<string, unknown> & { msg?: string };
+
+/**
+ * A program the benchmark started: a gateway, the floor proxy or the upstream. Its stdout and
+ * stderr are drained continuously (a full pipe would stall it) and parsed as JSON lines, so the
+ * harness can wait for `listening` lines and count `configuration reloaded` lines.
+ */
+export interface Service {
+  readonly name: string;
+  readonly proc: ChildProcess;
+  readonly pid: number;
+  waitForLine(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** How many JSON lines matched the predicate so far (only lines kept by `keep`). */
+  count(predicate: (line: LogLine) => boolean): number;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface SpawnOptions {
+  /** Arguments for node itself (before the script): `--cpu-prof`, `--cpu-prof-dir=...`. */
+  nodeArgs?: string[];
+  env?: Record<string, string>;
+  /** Which parsed lines to retain (default: all). Request-path logs can be many; keep what matters. */
+  keep?: (line: LogLine) => boolean;
+}
+
+const KEEP_LIMIT = 10_000;
+
+/**
+ * Every child still running. If the benchmark exits early (an error, Ctrl-C), they are killed
+ * with it instead of being left listening.
+ */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => process.exit(130));
+}
+
+export function spawnService(
+  name: string,
+  script: string,
+  args: string[],
+  options: SpawnOptions = {},
+): Service {
+  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), script, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (proc.pid === undefined) throw new Error(`${name}: spawn failed`);
+  const lines: LogLine[] = [];
+  let text = '';
+  const waiters: { predicate: (line: LogLine) => boolean; resolve: (line: LogLine) => void }[] = [];
+  running.add(proc);
+  const keep = options.keep ?? (() => true);
+
+  const onLine = (raw: string): void => {
+    if (raw.startsWith('{')) {
+      let parsed: LogLine | undefined;
+      try {
+        parsed = JSON.parse(raw) as LogLine;
+      } catch {
+        parsed = undefined;
+      }
+      if (parsed) {
+        for (let i = waiters.length - 1; i >= 0; i--) {
+          const waiter = waiters[i]!;
+          if (waiter.predicate(parsed)) {
+            waiters.splice(i, 1);
+            waiter.resolve(parsed);
+          }
+        }
+        if ((parsed.msg === 'listening' || keep(parsed)) && lines.length < KEEP_LIMIT) lines.push(parsed);
+        return;
+      }
+    }
+    if (text.length < 64_000) text += raw + '\n';
+  };
+  for (const stream of [proc.stdout, proc.stderr]) {
+    let pending = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      pending += chunk;
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        onLine(pending.slice(0, newline));
+        pending = pending.slice(newline + 1);
+      }
+    });
+  }
+
+  const exited = new Promise<void>((resolve) =>
+    proc.once('exit', () => {
+      running.delete(proc);
+      resolve();
+    }),
+  );
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+  });
+
+  return {
+    name,
+    proc,
+    pid: proc.pid,
+    waitForLine(predicate, timeoutMs = 20_000) {
+      const seen = lines.find(predicate);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${name}: expected log line not seen in ${timeoutMs} ms\n${text}`)),
+          timeoutMs,
+        );
+        void exited.then(() => {
+          clearTimeout(timer);
+          reject(new Error(`${name} exited (code ${proc.exitCode}) before the expected log line\n${text}`));
+        });
+        waiters.push({
+          predicate,
+          resolve: (line) => {
+            clearTimeout(timer);
+            resolve(line);
+          },
+        });
+      });
+    },
+    count: (predicate) => lines.filter(predicate).length,
+    async stop(graceMs = 10_000) {
+      if (hasExited) return;
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on every mainstream Linux). */
+const USER_HZ = 100;
+
+/** User plus system CPU seconds the process (all its threads) has used so far. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+  if (!match) throw new Error(`/proc/${pid}/status has no ${field}`);
+  return Number(match[1]);
+}
+
+/** Resident set size now, in MB (10^6 bytes, the unit of the budget; /proc reports KiB). */
+export function rssMB(pid: number): number {
+  return (statusKb(pid, 'VmRSS') * 1024) / 1e6;
+}
+
+/** Peak resident set size (VmHWM) since start or since the last `resetPeakRss`, in MB. */
+export function peakRssMB(pid: number): number {
+  return (statusKb(pid, 'VmHWM') * 1024) / 1e6;
+}
+
+/** Resets VmHWM to the current RSS (Linux >= 4.0: `echo 5 > /proc/<pid>/clear_refs`). */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Busy CPU seconds of the whole machine so far (every CPU; idle and iowait excluded). */
+export function machineBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) / USER_HZ;
+}

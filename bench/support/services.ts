@@ -1,0 +1,103 @@
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, spawnService, type LogLine, type Service } from './process.ts';
+
+/** Node arguments for every proxy process (the gateway and the floor), e.g. `--cpu-prof`. */
+export interface ProxyProcessOptions {
+  nodeArgs?: string[];
+}
+
+export interface RunningUpstream {
+  service: Service;
+  ports: number[];
+}
+
+export async function startUpstream(ports: number): Promise<RunningUpstream> {
+  const service = spawnService('upstream', join(ROOT, 'bench/upstream.ts'), ['--ports', String(ports)]);
+  const line = await service.waitForLine((l) => l.msg === 'listening');
+  return { service, ports: line.ports as number[] };
+}
+
+export interface RunningProxy {
+  service: Service;
+  origin: string;
+  adminOrigin?: string;
+}
+
+export async function startFloor(
+  upstreamPort: number,
+  options: ProxyProcessOptions = {},
+): Promise<RunningProxy> {
+  const service = spawnService(
+    'floor',
+    join(ROOT, 'bench/floor-proxy.ts'),
+    ['--upstream', `http://127.0.0.1:${upstreamPort}`],
+    { nodeArgs: options.nodeArgs ?? [] },
+  );
+  const line = await service.waitForLine((l) => l.msg === 'listening');
+  return { service, origin: `http://127.0.0.1:${line.port as number}` };
+}
+
+export interface RunningGateway extends RunningProxy {
+  adminOrigin: string;
+  configPath: string;
+  /** Replaces the config file atomically: write a temp file in the same directory, then rename. */
+  writeConfig(config: unknown): Promise<void>;
+  /** Successful reloads logged so far. */
+  reloads(): number;
+  stop(): Promise<void>;
+}
+
+const isReload = (line: LogLine): boolean => line.msg === 'configuration reloaded';
+
+/**
+ * Starts `bin/gateway.js` on OS-chosen loopback ports with its config in a fresh temp dir and reads
+ * both ports from the `listening` log lines. Only reload lines are retained from its logs.
+ */
+export async function startGateway(
+  name: string,
+  config: unknown,
+  options: ProxyProcessOptions & { args?: string[] } = {},
+): Promise<RunningGateway> {
+  const dir = await mkdtemp(join(tmpdir(), 'gateway-bench-'));
+  const configPath = join(dir, 'config.json');
+  await writeFile(configPath, JSON.stringify(config));
+  const service = spawnService(
+    name,
+    join(ROOT, 'bin/gateway.js'),
+    [
+      '--targets',
+      configPath,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--shutdown-delay-secs',
+      '0',
+      ...(options.args ?? []),
+    ],
+    { nodeArgs: options.nodeArgs ?? [], env: { LOG_LEVEL: 'info' }, keep: isReload },
+  );
+  const proxy = await service.waitForLine((l) => l.msg === 'listening' && l.listener === 'proxy');
+  const admin = await service.waitForLine((l) => l.msg === 'listening' && l.listener === 'admin');
+  let counter = 0;
+  return {
+    service,
+    origin: `http://127.0.0.1:${proxy.port as number}`,
+    adminOrigin: `http://127.0.0.1:${admin.port as number}`,
+    configPath,
+    async writeConfig(next) {
+      const temp = join(dir, `.config.json.tmp-${counter++}`);
+      await writeFile(temp, JSON.stringify(next));
+      await rename(temp, configPath);
+    },
+    reloads: () => service.count(isReload),
+    async stop() {
+      await service.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
