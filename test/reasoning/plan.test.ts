@@ -244,7 +244,10 @@ describe('rule 4: unsupported efforts are refused before any attempt', () => {
 });
 
 describe('rule 5: numeric budgets against the output limit (chat)', () => {
-  const refuse = (extra: Record<string, unknown>, providers = [budgeted]) =>
+  const refuse = (
+    extra: Record<string, unknown>,
+    providers: readonly (CompiledReasoning | undefined)[] = [budgeted],
+  ) =>
     expectRefusal(
       planReasoning(
         'chat_completions',
@@ -253,7 +256,10 @@ describe('rule 5: numeric budgets against the output limit (chat)', () => {
         'non-strict',
       ),
     );
-  const accept = (extra: Record<string, unknown>, providers = [budgeted]) =>
+  const accept = (
+    extra: Record<string, unknown>,
+    providers: readonly (CompiledReasoning | undefined)[] = [budgeted],
+  ) =>
     expectPlan(
       planReasoning(
         'chat_completions',
