@@ -4,7 +4,8 @@
  * imports here name .ts files.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
@@ -61,7 +62,10 @@ export function helm(args: string[]): HelmResult {
 
 export interface TemplateOptions {
   valuesFiles?: string[];
-  /** `--set-json key=value` pairs. */
+  /**
+   * Values set on top of the files, as a nested object. Passed as one `--set-json path=leaf` per
+   * leaf: helm replaces (does not merge) a map given whole to --set-json.
+   */
   setJson?: Record<string, unknown>;
   apiVersions?: string[];
   skipTests?: boolean;
@@ -71,12 +75,24 @@ export interface TemplateOptions {
 export function templateArgs(options: TemplateOptions = {}): string[] {
   const args = ['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION];
   for (const file of options.valuesFiles ?? []) args.push('--values', file);
-  for (const [key, value] of Object.entries(options.setJson ?? {}))
-    args.push('--set-json', `${key}=${JSON.stringify(value)}`);
+  for (const [path, value] of leaves(options.setJson ?? {}))
+    args.push('--set-json', `${path}=${JSON.stringify(value)}`);
   for (const api of options.apiVersions ?? MONITORING_API_VERSIONS) args.push('--api-versions', api);
   if (options.skipTests) args.push('--skip-tests');
   for (const template of options.showOnly ?? []) args.push('--show-only', template);
   return args;
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** [dotted path, value] for every leaf; arrays and empty objects are leaves. */
+export function leaves(values: Record<string, unknown>, prefix = ''): [string, unknown][] {
+  return Object.entries(values).flatMap(([key, value]): [string, unknown][] =>
+    isPlainObject(value) && Object.keys(value).length > 0
+      ? leaves(value, `${prefix}${key}.`)
+      : [[`${prefix}${key}`, value]],
+  );
 }
 
 export function template(options: TemplateOptions = {}): HelmResult {
@@ -135,4 +151,31 @@ export function manifestCases(): { name: string; file: string }[] {
 
 export function findObject(objects: K8sObject[], kind: string, name?: string): K8sObject | undefined {
   return objects.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+}
+
+/**
+ * NOTES.txt as rendered for a scenario. `helm template` never renders NOTES.txt and `helm install
+ * --dry-run` needs a cluster, so a scratch copy of the chart renders it into a ConfigMap.
+ */
+export function renderNotes(valuesFiles: string[]): string {
+  const scratch = mkdtempSync(join(tmpdir(), 'gateway-notes-'));
+  try {
+    const copy = join(scratch, 'gateway');
+    cpSync(CHART, copy, { recursive: true });
+    const notes = readFileSync(join(copy, 'templates/NOTES.txt'), 'utf8');
+    rmSync(join(copy, 'templates/NOTES.txt'));
+    writeFileSync(join(copy, 'templates/_notes.tpl'), `{{- define "test.notes" -}}\n${notes}\n{{- end }}\n`);
+    writeFileSync(
+      join(copy, 'templates/notes.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: |\n    {{- include "test.notes" . | nindent 4 }}\n',
+    );
+    const args = templateArgs({ valuesFiles, showOnly: ['templates/notes.yaml'] });
+    args[2] = copy;
+    const result = helm(args);
+    if (result.status !== 0) throw new Error(`rendering NOTES.txt failed:\n${result.stderr}`);
+    const [cm] = parseObjects(result.stdout);
+    return (cm as { data: { notes: string } }).data.notes;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
