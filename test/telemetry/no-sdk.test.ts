@@ -25,7 +25,7 @@ import {
  * Tracing off: no endpoint in the environment, so no SDK is started (this file runs in its own
  * process, so no other test's SDK is registered here).
  */
-const decision = startTracing({ env: { OTEL_SERVICE_NAME: 'ignored' } });
+const decision = await startTracing({ env: { OTEL_SERVICE_NAME: 'ignored' } });
 const INBOUND = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 describe('no SDK', () => {
@@ -90,8 +90,8 @@ describe('no SDK', () => {
     expect(await shutdownTracing()).toBe('not_started');
   });
 
-  it('OTEL_SDK_DISABLED wins even over the test exporter', () => {
-    const seam = startTracing({
+  it('OTEL_SDK_DISABLED wins even over the test exporter', async () => {
+    const seam = await startTracing({
       env: { OTEL_SDK_DISABLED: 'TRUE' },
       exporter: { export: () => undefined, shutdown: async () => undefined },
     });

@@ -70,7 +70,7 @@ function requestWithAttempt(): { traceId: string } {
 
 describe('OTLP/HTTP export', () => {
   it('spans reach the collector when tracing shuts down (batch processor flushed)', async () => {
-    const decision = startTracing();
+    const decision = await startTracing();
     expect(decision.enabled).toBe(true);
     const { traceId } = requestWithAttempt();
     // The batch processor waits for its schedule (5 s by default): nothing was sent yet.
@@ -98,7 +98,7 @@ describe('OTLP/HTTP export', () => {
 
   it('OTEL_SERVICE_NAME names the service', async () => {
     process.env.OTEL_SERVICE_NAME = 'edge-gateway';
-    startTracing();
+    await startTracing();
     requestWithAttempt();
     await shutdownTracing();
     expect(received.map((r) => r.body).join('')).toContain('"edge-gateway"');
@@ -106,7 +106,7 @@ describe('OTLP/HTTP export', () => {
 
   it('an unsampled trace still propagates its context, flagged not sampled, and exports nothing', async () => {
     process.env.OTEL_TRACES_SAMPLER = 'always_off';
-    startTracing();
+    await startTracing();
     const server = startServerSpan({}, 'POST', '/v1/chat/completions');
     const attempt = startAttemptSpan(server, 'p', 1, 'm');
     expect(attempt.isRecording()).toBe(false);
@@ -121,7 +121,7 @@ describe('OTLP/HTTP export', () => {
 
   it('a collector that never answers cannot hold shutdown past its bound', async () => {
     respond = false;
-    startTracing();
+    await startTracing();
     requestWithAttempt();
     const started = performance.now();
     expect(await shutdownTracing(300)).toBe('timeout');
@@ -130,9 +130,9 @@ describe('OTLP/HTTP export', () => {
     expect(isTracingEnabled()).toBe(false);
   });
 
-  it('OTEL_TRACES_EXPORTER=none keeps the SDK off even with an endpoint', () => {
+  it('OTEL_TRACES_EXPORTER=none keeps the SDK off even with an endpoint', async () => {
     process.env.OTEL_TRACES_EXPORTER = 'none';
-    expect(startTracing().enabled).toBe(false);
+    expect((await startTracing()).enabled).toBe(false);
     expect(isTracingEnabled()).toBe(false);
   });
 });

@@ -29,8 +29,8 @@ import {
  */
 const exporter = new InMemorySpanExporter();
 
-beforeAll(() => {
-  const decision = startTracing({ exporter, env: {} });
+beforeAll(async () => {
+  const decision = await startTracing({ exporter, env: {} });
   expect(decision.enabled).toBe(true);
 });
 afterAll(async () => {
@@ -64,9 +64,9 @@ function finished(name: string): ReadableSpan {
 }
 
 describe('lifecycle', () => {
-  it('is started once; a second start is refused', () => {
+  it('is started once; a second start is refused', async () => {
     expect(isTracingEnabled()).toBe(true);
-    expect(() => startTracing({ exporter })).toThrow(/already started/);
+    await expect(startTracing({ exporter })).rejects.toThrow(/already started/);
   });
 
   it('spans carry the default service name', async () => {
@@ -357,6 +357,6 @@ describe('shutdown', () => {
     expect(await shutdownTracing()).toBe('not_started');
     span.end();
     // Restart for any test that runs after this one in the file.
-    startTracing({ exporter, env: {} });
+    await startTracing({ exporter, env: {} });
   });
 });

@@ -6,17 +6,15 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Context, Span } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { NOOP_SPAN } from './trace-state.js';
+import { NOOP_SPAN, activeTracing } from './trace-state.js';
 
 /**
  * W3C trace context on the way in and out (spec 2.2 `propagate_trace_context`).
  *
  * The format is fixed to W3C Trace Context whatever `OTEL_PROPAGATORS` says: the spec promises
  * `traceparent` and `tracestate` to providers, and the same propagator reads the client's headers
- * so the two sides agree.
+ * so the two sides agree. The propagator is loaded with the SDK (`startTracing`).
  */
-const w3c = new W3CTraceContextPropagator();
 
 /** Headers that carry trace context or baggage; never forwarded to a provider that may not see it. */
 export const TRACE_CONTEXT_HEADERS = ['traceparent', 'tracestate', 'baggage'] as const;
@@ -27,9 +25,14 @@ export type OutboundHeaders = Record<string, string | string[]>;
 /** Inbound request headers (`IncomingHttpHeaders` fits). */
 export type InboundHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
-/** The client's trace context as the parent of the gateway's server span (invalid -> a new trace). */
+/**
+ * The client's trace context as the parent of the gateway's server span (invalid or absent -> a
+ * new trace; tracing off -> the root context).
+ */
 export function extractTraceContext(headers: InboundHeaders): Context {
-  return w3c.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+  const tracing = activeTracing();
+  if (tracing === undefined) return ROOT_CONTEXT;
+  return tracing.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
 }
 
 /**
@@ -50,8 +53,11 @@ export function injectTraceHeaders(headers: OutboundHeaders, span: Span, propaga
     for (const name of TRACE_CONTEXT_HEADERS) delete headers[name];
     return;
   }
-  if (span === NOOP_SPAN || !isSpanContextValid(span.spanContext())) return;
+  if (span === NOOP_SPAN) return;
+  const tracing = activeTracing();
+  // A span that outlived `shutdownTracing` is treated like the no-op span.
+  if (tracing === undefined || !isSpanContextValid(span.spanContext())) return;
   delete headers.traceparent;
   delete headers.tracestate;
-  w3c.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  tracing.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
 }

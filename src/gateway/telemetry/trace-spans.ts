@@ -24,7 +24,7 @@ import {
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
 } from '@opentelemetry/semantic-conventions/incubating';
 import { extractTraceContext, type InboundHeaders } from './trace-headers.js';
-import { NOOP_SPAN, activeTracer } from './trace-state.js';
+import { NOOP_SPAN, activeTracing } from './trace-state.js';
 
 /**
  * The spans of one request: a SERVER span for the client's request (child of the client's
@@ -87,7 +87,7 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
  * number of distinct names a backend indexes.
  */
 export function startServerSpan(headers: InboundHeaders, method: string, route: string): Span {
-  const tracer = activeTracer();
+  const tracer = activeTracing()?.tracer;
   if (tracer === undefined) return NOOP_SPAN;
   const known = KNOWN_METHODS.has(method);
   return tracer.startSpan(
@@ -141,7 +141,7 @@ export function startAttemptSpan(
   requestModel: string | undefined,
   options: AttemptSpanOptions = {},
 ): Span {
-  const tracer = activeTracer();
+  const tracer = activeTracing()?.tracer;
   if (tracer === undefined) return NOOP_SPAN;
   const operation = options.operation ?? 'chat';
   const attributes: Attributes = {

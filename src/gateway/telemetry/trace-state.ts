@@ -1,19 +1,32 @@
-import { trace, type Span, type Tracer } from '@opentelemetry/api';
-import { INVALID_SPAN_CONTEXT } from '@opentelemetry/api';
+import {
+  INVALID_SPAN_CONTEXT,
+  trace,
+  type Span,
+  type TextMapPropagator,
+  type Tracer,
+} from '@opentelemetry/api';
 
 /**
- * The tracer the span helpers use, set by `startTracing` and cleared by `shutdownTracing`. While it
- * is undefined every helper returns `NOOP_SPAN` after one comparison: no span objects, no context
- * lookups, no attribute maps on the request path of a gateway without a collector.
+ * What the span and header helpers use while tracing is on, set by `startTracing` and cleared by
+ * `shutdownTracing`. While it is undefined every helper returns (or ignores) `NOOP_SPAN` after one
+ * comparison: no span objects, no context lookups, no attribute maps on the request path of a
+ * gateway without a collector. The SDK and the propagator are loaded only when tracing starts, so a
+ * gateway without tracing does not pay their import time either.
  */
-let active: Tracer | undefined;
+export interface ActiveTracing {
+  readonly tracer: Tracer;
+  /** W3C Trace Context, whatever `OTEL_PROPAGATORS` says (see `trace-headers.ts`). */
+  readonly propagator: TextMapPropagator;
+}
 
-export function activeTracer(): Tracer | undefined {
+let active: ActiveTracing | undefined;
+
+export function activeTracing(): ActiveTracing | undefined {
   return active;
 }
 
-export function setActiveTracer(tracer: Tracer | undefined): void {
-  active = tracer;
+export function setActiveTracing(tracing: ActiveTracing | undefined): void {
+  active = tracing;
 }
 
 /**

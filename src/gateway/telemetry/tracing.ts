@@ -1,9 +1,8 @@
 import { ProxyTracerProvider, context, logs, propagation, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace';
+import type { NodeSDK } from '@opentelemetry/sdk-node';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import { serviceNameOverride, tracingDecision, type TraceEnv, type TracingDecision } from './trace-env.js';
-import { setActiveTracer } from './trace-state.js';
+import { setActiveTracing } from './trace-state.js';
 
 /**
  * OpenTelemetry tracing for the gateway: starting the SDK from the standard `OTEL_*` environment,
@@ -16,7 +15,8 @@ import { setActiveTracer } from './trace-state.js';
  *   timeout, compression), the batch processor `OTEL_BSP_*`, the sampler `OTEL_TRACES_SAMPLER*`,
  *   the resource `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`. Metrics and logs stay with
  *   prom-client and pino: the SDK is started with no metric readers and no log processors.
- * - Otherwise nothing is started: the helpers hand out one shared no-op span.
+ * - Otherwise nothing is started, nor even loaded (the SDK costs about 400 ms of import time): the
+ *   helpers hand out one shared no-op span.
  */
 
 export {
@@ -70,14 +70,16 @@ export interface StartTracingOptions {
 }
 
 let sdk: NodeSDK | undefined;
+/** Set while `startTracing` is loading the SDK, so a concurrent second start is refused too. */
+let starting = false;
 
 /**
  * Starts tracing when the environment asks for it (or a test passes an exporter) and says what it
  * did, for the startup log. Call once, before the proxy listens; a second call while started is a
  * programming error.
  */
-export function startTracing(options: StartTracingOptions = {}): TracingDecision {
-  if (sdk !== undefined) throw new Error('tracing is already started');
+export async function startTracing(options: StartTracingOptions = {}): Promise<TracingDecision> {
+  if (sdk !== undefined || starting) throw new Error('tracing is already started');
   const env = options.env ?? process.env;
   const fromEnv = tracingDecision(env);
   const decision: TracingDecision =
@@ -91,20 +93,32 @@ export function startTracing(options: StartTracingOptions = {}): TracingDecision
         };
   if (!decision.enabled) return decision;
 
-  const started = new NodeSDK({
-    ...(decision.serviceName === undefined ? {} : { serviceName: decision.serviceName }),
-    ...(options.exporter === undefined
-      ? // The SDK wraps a given exporter in a batch processor configured from OTEL_BSP_*.
-        { traceExporter: new OTLPTraceExporter() }
-      : { spanProcessors: [new SimpleSpanProcessor({ exporter: options.exporter })] }),
-    metricReaders: [],
-    logRecordProcessors: [],
-    instrumentations: [],
-  });
-  started.start();
-  sdk = started;
-  setActiveTracer(trace.getTracer(TRACER_NAME));
-  return decision;
+  starting = true;
+  try {
+    const [{ NodeSDK }, { SimpleSpanProcessor }, { OTLPTraceExporter }, { W3CTraceContextPropagator }] =
+      await Promise.all([
+        import('@opentelemetry/sdk-node'),
+        import('@opentelemetry/sdk-trace'),
+        import('@opentelemetry/exporter-trace-otlp-http'),
+        import('@opentelemetry/core'),
+      ]);
+    const started = new NodeSDK({
+      ...(decision.serviceName === undefined ? {} : { serviceName: decision.serviceName }),
+      ...(options.exporter === undefined
+        ? // The SDK wraps a given exporter in a batch processor configured from OTEL_BSP_*.
+          { traceExporter: new OTLPTraceExporter() }
+        : { spanProcessors: [new SimpleSpanProcessor({ exporter: options.exporter })] }),
+      metricReaders: [],
+      logRecordProcessors: [],
+      instrumentations: [],
+    });
+    started.start();
+    sdk = started;
+    setActiveTracing({ tracer: trace.getTracer(TRACER_NAME), propagator: new W3CTraceContextPropagator() });
+    return decision;
+  } finally {
+    starting = false;
+  }
 }
 
 export function isTracingEnabled(): boolean {
@@ -137,7 +151,7 @@ export async function shutdownTracing(timeoutMs = 5_000): Promise<TracingShutdow
   const stopping = sdk;
   if (stopping === undefined) return 'not_started';
   sdk = undefined;
-  setActiveTracer(undefined);
+  setActiveTracing(undefined);
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), timeoutMs);
