@@ -101,8 +101,11 @@ const EFFORT_SET: ReadonlySet<string> = new Set(EFFORTS);
 /**
  * Decides, before any upstream attempt, whether the request may proceed and what each provider
  * will receive. `providers[i]` is the compiled translation of the pool's i-th provider (undefined
- * when it has none), in attempt order; `applyReasoning` is later called with the same index. In
- * strict mode call it after the schema and unsupported-parameter checks (spec 4.4 rule 6).
+ * when it has none); `applyReasoning` is later called with the same index. Every decision is
+ * pool-wide, so the order does not change the outcome: configuration order (`ProviderRoute.index`)
+ * lets one array, built once per configuration load, serve every request whatever order the
+ * strategy tries the providers in. In strict mode call it after the schema and
+ * unsupported-parameter checks (spec 4.4 rule 6).
  *
  * Check order: native controls (rules 6-7), effort value, unsupported effort (rule 4), budget
  * against the limit (rule 5). The first failure answers.
