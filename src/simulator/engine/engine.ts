@@ -195,7 +195,7 @@ export class Engine {
     this.running.clear();
     for (const seq of victims) {
       seq.state = 'done';
-      this.observer.aborted();
+      if (!seq.handedOver) this.observer.aborted();
       seq.events.onAbort();
     }
   }
