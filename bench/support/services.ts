@@ -6,6 +6,8 @@ import { ROOT, spawnService, type LogLine, type Service } from './process.ts';
 /** Node arguments for every proxy process (the gateway and the floor), e.g. `--cpu-prof`. */
 export interface ProxyProcessOptions {
   nodeArgs?: string[];
+  /** Extra program arguments (after the script). */
+  args?: string[];
 }
 
 export interface RunningUpstream {
@@ -32,7 +34,7 @@ export async function startFloor(
   const service = spawnService(
     'floor',
     join(ROOT, 'bench/floor-proxy.ts'),
-    ['--upstream', `http://127.0.0.1:${upstreamPort}`],
+    ['--upstream', `http://127.0.0.1:${upstreamPort}`, ...(options.args ?? [])],
     { nodeArgs: options.nodeArgs ?? [] },
   );
   const line = await service.waitForLine((l) => l.msg === 'listening');
@@ -52,20 +54,20 @@ export interface RunningGateway extends RunningProxy {
 const isReload = (line: LogLine): boolean => line.msg === 'configuration reloaded';
 
 /**
- * Starts `bin/gateway.js` on OS-chosen loopback ports with its config in a fresh temp dir and reads
+ * Starts `bin/gateway.js` (or `options.bin`, another build) on OS-chosen loopback ports with its config in a fresh temp dir and reads
  * both ports from the `listening` log lines. Only reload lines are retained from its logs.
  */
 export async function startGateway(
   name: string,
   config: unknown,
-  options: ProxyProcessOptions & { args?: string[] } = {},
+  options: ProxyProcessOptions & { bin?: string } = {},
 ): Promise<RunningGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'gateway-bench-'));
   const configPath = join(dir, 'config.json');
   await writeFile(configPath, JSON.stringify(config));
   const service = spawnService(
     name,
-    join(ROOT, 'bin/gateway.js'),
+    options.bin ?? join(ROOT, 'bin/gateway.js'),
     [
       '--targets',
       configPath,

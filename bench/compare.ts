@@ -1,0 +1,170 @@
+/**
+ * A/B (or A/B/C...) comparison of proxy variants under the same load, alternating windows, for
+ * before/after measurements of a change:
+ *
+ *   node bench/compare.ts --variant 'name=before;proxy=plain;bin=/tmp/before/bin/gateway.js' \
+ *                         --variant 'name=after;proxy=plain' [--load closed|open|stream]
+ *                         [--rounds 5] [--seconds 8] [--warmup 3]
+ *
+ * A variant is `;`-separated `key=value` pairs:
+ * - `name`: its label (required);
+ * - `proxy`: `floor` or a gateway configuration (`plain`, `limits`, `pool`, `strict`);
+ * - `bin`: another gateway build's `bin/gateway.js` (a `git worktree` of the earlier commit, built,
+ *   with a `node_modules` symlink to this checkout's);
+ * - `node`: node flags for the proxy process (space-separated, e.g. `--max-semi-space-size=16`);
+ * - `args`: extra program arguments (e.g. the floor's `--abort-on-close always`).
+ *
+ * Prints per variant: median rate, latency percentiles, proxy CPU per 10k requests, peak RSS, and
+ * the median over rounds of its rate relative to the first variant in the same round.
+ */
+import { parseArgs } from 'node:util';
+import { closedLoop } from './drivers/closed-loop.ts';
+import { openLoop } from './drivers/open-loop.ts';
+import { closedLoopStreams } from './drivers/streaming.ts';
+import { BENCH_TOKEN, GATEWAY_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
+import { STREAM_CHUNKS } from './support/payloads.ts';
+import { fmt, machine, renderMachine } from './support/report.ts';
+import { startFloor, startGateway, startUpstream, type RunningProxy } from './support/services.ts';
+import { Samples, median, sum } from './support/stats.ts';
+import type { CpuWindow, Target } from './support/target.ts';
+
+interface Variant {
+  name: string;
+  proxy: 'floor' | GatewayKind;
+  bin: string | undefined;
+  nodeArgs: string[];
+  args: string[];
+}
+
+function parseVariant(text: string): Variant {
+  const fields = new Map(
+    text.split(';').map((pair) => {
+      const at = pair.indexOf('=');
+      return [pair.slice(0, at).trim(), pair.slice(at + 1).trim()] as const;
+    }),
+  );
+  const name = fields.get('name');
+  const proxy = (fields.get('proxy') ?? 'plain') as Variant['proxy'];
+  if (!name) throw new Error(`variant without a name: ${text}`);
+  if (proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
+  const words = (key: string): string[] =>
+    fields
+      .get(key)
+      ?.split(' ')
+      .filter((w) => w.length > 0) ?? [];
+  return { name, proxy, bin: fields.get('bin'), nodeArgs: words('node'), args: words('args') };
+}
+
+interface Window {
+  rate: number;
+  latency: Samples;
+  cpu: CpuWindow;
+  count: number;
+  peakRss: number;
+  failed: number;
+}
+
+const { values } = parseArgs({
+  options: {
+    variant: { type: 'string', multiple: true },
+    load: { type: 'string', default: 'closed' },
+    rounds: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '8' },
+    warmup: { type: 'string', default: '3' },
+  },
+});
+const variants = (values.variant ?? []).map(parseVariant);
+if (variants.length < 2) throw new Error('give at least two --variant');
+const load = values.load;
+if (load !== 'closed' && load !== 'open' && load !== 'stream') throw new Error(`unknown load ${load}`);
+const rounds = Number(values.rounds);
+const seconds = Number(values.seconds);
+
+const upstream = await startUpstream(2);
+const running: (RunningProxy & { stop(): Promise<void> })[] = [];
+try {
+  for (const variant of variants) {
+    if (variant.proxy === 'floor') {
+      const floor = await startFloor(upstream.ports[0]!, { nodeArgs: variant.nodeArgs, args: variant.args });
+      running.push({ ...floor, stop: () => floor.service.stop() });
+    } else {
+      running.push(
+        await startGateway(`gateway-${variant.name}`, gatewayConfig(variant.proxy, upstream.ports), {
+          nodeArgs: variant.nodeArgs,
+          args: variant.args,
+          ...(variant.bin ? { bin: variant.bin } : {}),
+        }),
+      );
+    }
+  }
+  const targets = variants.map((variant, i): Target => ({
+    name: variant.name,
+    origin: running[i]!.origin,
+    pid: running[i]!.service.pid,
+    headers: variant.proxy === 'limits' ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
+  }));
+
+  const measure = async (target: Target, durationSeconds: number): Promise<Window> => {
+    const pid = upstream.service.pid;
+    if (load === 'closed') {
+      const r = await closedLoop(target, pid, { connections: 32, durationSeconds });
+      const rate = r.ok / r.durationSeconds;
+      return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
+    }
+    if (load === 'open') {
+      const r = await openLoop(target, pid, { ratePerSecond: 1000, durationSeconds });
+      const rate = r.ok / r.durationSeconds;
+      return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
+    }
+    const r = await closedLoopStreams(target, pid, {
+      concurrency: 32,
+      durationSeconds,
+      chunks: STREAM_CHUNKS,
+    });
+    const ok = r.streams - r.incomplete;
+    return {
+      rate: ok / r.durationSeconds,
+      latency: r.ttfb,
+      cpu: r.cpu,
+      count: ok,
+      peakRss: r.peakRss,
+      failed: r.incomplete,
+    };
+  };
+
+  for (const target of targets) await measure(target, Number(values.warmup));
+  const windows = new Map<string, Window[]>(targets.map((t) => [t.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const target of order) {
+      process.stderr.write(`round ${round + 1}/${rounds}: ${target.name}\n`);
+      windows.get(target.name)!.push(await measure(target, seconds));
+    }
+  }
+
+  const baseline = windows.get(variants[0]!.name)!;
+  const unit = load === 'stream' ? 'streams/s' : 'req/s';
+  const lines = [
+    `${load} load, ${rounds} rounds x ${seconds} s, alternating; ${renderMachine(machine())}`,
+    '',
+    `| variant | ${unit} | × ${variants[0]!.name} | p50 ms | p99 ms | CPU s / 10k | peak RSS MB | failed | other load |`,
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const variant of variants) {
+    const runs = windows.get(variant.name)!;
+    const latency = new Samples();
+    for (const run of runs) latency.addAll(run.latency);
+    const ratio = median(runs.map((run, i) => run.rate / baseline[i]!.rate));
+    const cpu = (sum(runs.map((r) => r.cpu.proxy)) / sum(runs.map((r) => r.count))) * 1e4;
+    const others = Math.max(...runs.map((r) => r.cpu.others / r.cpu.seconds));
+    lines.push(
+      `| ${variant.name} | ${fmt(median(runs.map((r) => r.rate)), 0)} | ${fmt(ratio)} | ${fmt(latency.percentile(50))} | ` +
+        `${fmt(latency.percentile(99))} | ${fmt(cpu)} | ${fmt(Math.max(...runs.map((r) => r.peakRss)), 0)} | ` +
+        `${sum(runs.map((r) => r.failed))} | ${fmt(others)} |`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  await Promise.all(running.map((proxy) => proxy.stop()));
+  await upstream.service.stop();
+}
