@@ -324,6 +324,31 @@ describe('simulator fault modes through strict mode', () => {
   });
 });
 
+// --- errors before the first frame --------------------------------------------------------------
+
+describe('errors in a 200 stream before any data frame (recording upstream)', () => {
+  const errorFirst = (error: unknown): UpstreamHandler =>
+    writes([': ping\n\n', `data: ${JSON.stringify({ error })}\n\n`, 'data: [DONE]\n\n'], 10, false);
+
+  it('untrusted: the only event is the masked error event; no [DONE]', async () => {
+    up.respondWith(errorFirst({ message: 'RAW over quota', type: 'tokens', code: 'rate_limit_exceeded' }));
+    const read = await stream(strict, 'rec');
+    expect(read.status).toBe(200);
+    expect(read.failed).toBe(false);
+    expect(read.text).toBe(
+      `data: ${JSON.stringify({ error: { message: 'Rate limit exceeded', type: 'rate_limit_error', param: null, code: 429 } })}\n\n`,
+    );
+  });
+
+  it('a chunk that is not a chat completion chunk becomes a 502 error event; the raw data never shows', async () => {
+    up.respondWith(writes(['data: {"vendor":"RAW-DATA"}\n\n', 'data: [DONE]\n\n'], 10, false));
+    const read = await stream(strict, 'rec');
+    expect(read.text).toBe(
+      `data: ${JSON.stringify({ error: { message: 'Bad gateway', type: 'api_error', param: null, code: 502 } })}\n\n`,
+    );
+  });
+});
+
 // --- unfinished-event limit ----------------------------------------------------------------------
 
 const bigChunk = (content: string) =>
