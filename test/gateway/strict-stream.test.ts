@@ -139,6 +139,31 @@ const fault = (mode: string, extra = ''): Record<string, string> => ({
   'x-sim-fault': `${mode};after_chunks=2;delay_ms=5${extra}`,
 });
 
+/** A chat chunk as the recording upstream sends it, and as the client gets it back under `alias`. */
+const chunkValue = (content: string, alias = 'up') => ({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: alias,
+  choices: [{ index: 0, delta: { content }, finish_reason: null }],
+});
+
+const chunkEvent = (content: string, extra: Record<string, unknown> = {}) =>
+  `data: ${JSON.stringify({ ...chunkValue(content), ...extra })}\n\n`;
+
+/** Writes `parts` as separate writes, `gapMs` apart, then ends (with `[DONE]` when asked). */
+function writes(parts: readonly (string | Buffer)[], gapMs: number, done: boolean): UpstreamHandler {
+  return async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const part of parts) {
+      if (res.destroyed) return;
+      res.write(part);
+      if (gapMs > 0) await sleep(gapMs);
+    }
+    res.end(done ? 'data: [DONE]\n\n' : undefined);
+  };
+}
+
 // --- the SDK against strict streams --------------------------------------------------------------
 
 describe('the openai SDK through a strict gateway (simulator upstream)', () => {
@@ -349,47 +374,58 @@ describe('errors in a 200 stream before any data frame (recording upstream)', ()
   });
 });
 
+// --- embedded code masking ----------------------------------------------------------------------
+
+describe('embedded error codes in a stream, masked for an untrusted provider (spec 7.2)', () => {
+  const TABLE: [code: unknown, status: number, type: string, message: string][] = [
+    [400, 400, 'invalid_request_error', 'Invalid request'],
+    [401, 502, 'api_error', 'Bad gateway'],
+    [402, 502, 'api_error', 'Bad gateway'],
+    [403, 502, 'api_error', 'Bad gateway'],
+    [404, 404, 'not_found_error', 'Not found'],
+    [408, 504, 'api_error', 'Gateway timeout'],
+    [413, 413, 'invalid_request_error', 'Request too large'],
+    [422, 422, 'invalid_request_error', 'Invalid request'],
+    [429, 429, 'rate_limit_error', 'Rate limit exceeded'],
+    [451, 502, 'api_error', 'Bad gateway'],
+    [500, 500, 'api_error', 'Internal server error'],
+    [502, 502, 'api_error', 'Bad gateway'],
+    [503, 503, 'api_error', 'Service unavailable'],
+    ['403', 502, 'api_error', 'Bad gateway'],
+    ['429', 429, 'rate_limit_error', 'Rate limit exceeded'],
+    ['rate_limit', 429, 'rate_limit_error', 'Rate limit exceeded'],
+    ['rate_limit_error', 429, 'rate_limit_error', 'Rate limit exceeded'],
+    ['rate_limit_exceeded', 429, 'rate_limit_error', 'Rate limit exceeded'],
+    ['context_length_exceeded', 500, 'api_error', 'Internal server error'],
+  ];
+
+  it.each(TABLE)('code %j -> %i %s', async (code, status, type, message) => {
+    const error = { message: 'RAW provider detail', type: 'vendor', param: 'x', code };
+    up.respondWith(
+      // The error rides on a chunk that also has completion fields (spec 6: with or without them).
+      writes([chunkEvent('a'), chunkEvent('b', { error })], 10, true),
+    );
+    const untrusted = await stream(strict, 'rec');
+    expect(untrusted.failed).toBe(false);
+    expect(events(untrusted.text)).toEqual([
+      chunkValue('a', 'rec'),
+      { error: { message, type, param: null, code: status } },
+    ]);
+    expect(untrusted.text).not.toContain('RAW provider detail');
+  });
+});
+
 // --- unfinished-event limit ----------------------------------------------------------------------
-
-const bigChunk = (content: string) =>
-  `data: ${JSON.stringify({
-    id: 'c1',
-    object: 'chat.completion.chunk',
-    created: 1,
-    model: 'up',
-    choices: [{ index: 0, delta: { content }, finish_reason: null }],
-  })}\n\n`;
-
-/** Writes `parts` as separate writes, `gapMs` apart, then ends (with `[DONE]` when asked). */
-function writes(parts: readonly (string | Buffer)[], gapMs: number, done: boolean): UpstreamHandler {
-  return async (_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    for (const part of parts) {
-      if (res.destroyed) return;
-      res.write(part);
-      if (gapMs > 0) await sleep(gapMs);
-    }
-    res.end(done ? 'data: [DONE]\n\n' : undefined);
-  };
-}
 
 describe('--sse-buffer-limit (spec 8)', () => {
   it('64: an event larger than the limit arriving in pieces ends the stream with a body error', async () => {
-    const large = bigChunk('x'.repeat(400));
-    up.respondWith(writes([bigChunk('first'), large.slice(0, 200), large.slice(200)], 60, true));
+    const large = chunkEvent('x'.repeat(400));
+    up.respondWith(writes([chunkEvent('first'), large.slice(0, 200), large.slice(200)], 60, true));
     const read = await stream(limit64, 'rec');
     expect(read.status).toBe(200);
     expect(read.failed).toBe(true);
     // What was complete before the overflow was delivered, sanitized; nothing after it.
-    expect(events(read.text)).toEqual([
-      {
-        id: 'c1',
-        object: 'chat.completion.chunk',
-        created: 1,
-        model: 'rec',
-        choices: [{ index: 0, delta: { content: 'first' }, finish_reason: null }],
-      },
-    ]);
+    expect(events(read.text)).toEqual([chunkValue('first', 'rec')]);
     expect(read.text).not.toContain('xxxx');
     expect(read.text).not.toContain('[DONE]');
     await limit64.program.waitForLog(
@@ -398,7 +434,7 @@ describe('--sse-buffer-limit (spec 8)', () => {
   });
 
   it('64: an overflow before the first frame is a stream error too, never a clean (empty) end', async () => {
-    const large = bigChunk('y'.repeat(400));
+    const large = chunkEvent('y'.repeat(400));
     up.respondWith(writes([large.slice(0, 150), large.slice(150)], 60, true));
     const read = await stream(limit64, 'rec');
     // Spec 7.1: an unsent overflow has no status of its own; the client sees the connection fail.
@@ -408,7 +444,7 @@ describe('--sse-buffer-limit (spec 8)', () => {
   });
 
   it('64: complete events larger than the limit, each in one write, are not an overflow', async () => {
-    up.respondWith(writes([bigChunk('a'.repeat(300)), bigChunk('b'.repeat(300))], 20, true));
+    up.respondWith(writes([chunkEvent('a'.repeat(300)), chunkEvent('b'.repeat(300))], 20, true));
     const read = await stream(limit64, 'rec');
     expect(read.failed).toBe(false);
     expect(contentOf(events(read.text))).toBe('a'.repeat(300) + 'b'.repeat(300));
@@ -416,14 +452,14 @@ describe('--sse-buffer-limit (spec 8)', () => {
   });
 
   it('0: whole events pass; any event split across writes is a body error', async () => {
-    up.respondWith(writes([bigChunk('one'), bigChunk('two')], 20, true));
+    up.respondWith(writes([chunkEvent('one'), chunkEvent('two')], 20, true));
     const whole = await stream(limit0, 'rec');
     expect(whole.failed).toBe(false);
     expect(contentOf(events(whole.text))).toBe('onetwo');
     expect(whole.text.endsWith('data: [DONE]\n\n')).toBe(true);
 
-    const event = bigChunk('three');
-    up.respondWith(writes([bigChunk('one'), event.slice(0, 10), event.slice(10)], 60, true));
+    const event = chunkEvent('three');
+    up.respondWith(writes([chunkEvent('one'), event.slice(0, 10), event.slice(10)], 60, true));
     const split = await stream(limit0, 'rec');
     expect(split.failed).toBe(true);
     expect(contentOf(events(split.text))).toBe('one');
@@ -431,7 +467,7 @@ describe('--sse-buffer-limit (spec 8)', () => {
   });
 
   it('an upstream that ends cleanly inside an event is a body error, not a clean end', async () => {
-    up.respondWith(writes([bigChunk('whole'), 'data: {"id":"c1","object":"chat.comp'], 20, false));
+    up.respondWith(writes([chunkEvent('whole'), 'data: {"id":"c1","object":"chat.comp'], 20, false));
     const read = await stream(strict, 'rec');
     expect(read.failed).toBe(true);
     expect(contentOf(events(read.text))).toBe('whole');
