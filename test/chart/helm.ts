@@ -174,7 +174,7 @@ export function renderNotes(valuesFiles: string[]): string {
     const result = helm(args);
     if (result.status !== 0) throw new Error(`rendering NOTES.txt failed:\n${result.stderr}`);
     const [cm] = parseObjects(result.stdout);
-    return (cm as { data: { notes: string } }).data.notes;
+    return (cm as unknown as { data: { notes: string } }).data.notes;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
