@@ -466,6 +466,26 @@ describe('--sse-buffer-limit (spec 8)', () => {
     expect(split.text).not.toContain('[DONE]');
   });
 
+  it('simulator: whole frames pass both limits; the torn frame of cut_mid_frame overflows 64 bytes', async () => {
+    for (const gateway of [limit64, limit0]) {
+      const read = await stream(gateway, 'sim');
+      expect(read.failed).toBe(false);
+      expect(contentOf(events(read.text))).toBe(WORDS.join(''));
+      expect(read.text.endsWith('data: [DONE]\n\n')).toBe(true);
+    }
+    // About 90 bytes of a frame arrive, then the connection closes: over the limit before the close,
+    // so the stream ends with a body error rather than the error event a plain cut gets.
+    const torn = await stream(limit64, 'sim', fault('cut_mid_frame'));
+    expect(torn.status).toBe(200);
+    expect(torn.failed).toBe(true);
+    const list = events(torn.text);
+    expect(contentOf(list)).toBe(PARTIAL);
+    expect(list.every((e) => e !== '[DONE]' && !('error' in e))).toBe(true);
+    await limit64.program.waitForLog(
+      (l) => l.msg === 'unfinished SSE event exceeded --sse-buffer-limit; stream cut' && l.limit === 64,
+    );
+  });
+
   it('an upstream that ends cleanly inside an event is a body error, not a clean end', async () => {
     up.respondWith(writes([chunkEvent('whole'), 'data: {"id":"c1","object":"chat.comp'], 20, false));
     const read = await stream(strict, 'rec');

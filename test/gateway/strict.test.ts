@@ -637,6 +637,30 @@ describe('response sanitization, non-streaming (spec 4.5)', () => {
     }
   });
 
+  it.each([
+    [
+      '/v1/embeddings',
+      { model: 'u', input: 'x' },
+      { object: 'list', data: [{ index: 0, vector: 'RAW-BODY' }] },
+    ],
+    [
+      '/v1/responses',
+      { model: 'u', input: 'x' },
+      responseObject('RAW-BODY', { output: [{ type: 'hologram' }] }),
+    ],
+    ['/v1/responses', { model: 'u', input: 'x' }, completion('RAW-BODY')],
+  ])(
+    '%s: an answer that is not the reference object -> 502 standard error',
+    async (path, request, answer) => {
+      up.respondWith(jsonReply(200, answer));
+      const reply = await post(path, request);
+      expect(reply.status).toBe(502);
+      expectContentLength(reply);
+      expect(JSON.parse(reply.text)).toEqual(standard('Bad gateway', 'api_error'));
+      expect(reply.text).not.toContain('RAW-BODY');
+    },
+  );
+
   it('an error inside a 200 body: masked status for an untrusted provider, unchanged for a trusted one', async () => {
     const body = JSON.stringify({
       error: { message: 'RAW quota detail for account 42', type: 'quota', code: 429 },
