@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -386,7 +387,7 @@ describe('upstream errors under sanitize_response (spec 4.6, 7.3)', () => {
 // --- routing and precedence ----------------------------------------------------------------------
 
 describe('who decides: the serving provider, and strict mode over sanitize_response', () => {
-  const unauthorized: UpstreamHandler = (_req, res) => {
+  const unauthorized = (_req: unknown, res: ServerResponse): void => {
     res.writeHead(401, { 'content-type': 'application/json' });
     res.end('{"error":{"message":"UPSTREAM-DETAIL revoked key"}}');
   };
