@@ -2,7 +2,7 @@
  * Aggregates a V8 `.cpuprofile` (from `node --cpu-prof`) into self and inclusive time by function
  * and self time by file or package, the tables the performance notes quote.
  *
- *   node bench/analyze-profile.ts <file.cpuprofile> [--top 30]
+ *   node bench/analyze-profile.ts <file.cpuprofile> [--top 30] [--requests N]
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -122,26 +122,36 @@ export function summarize(profile: CpuProfile, top = 30): ProfileSummary {
   };
 }
 
-function table(title: string, rows: readonly Share[]): string {
+function table(title: string, rows: readonly Share[], requests: number | undefined): string {
+  const perRequest = (ms: number): string => (requests ? ` ${((ms * 1000) / requests).toFixed(1)} |` : '');
   return [
     `#### ${title}`,
     '',
-    '| ms | % of busy | where |',
-    '|---:|---:|---|',
-    ...rows.map((row) => `| ${row.ms.toFixed(0)} | ${(row.share * 100).toFixed(1)} | ${row.key} |`),
+    `| ms | % of busy |${requests ? ' µs / request |' : ''} where |`,
+    `|---:|---:|${requests ? '---:|' : ''}---|`,
+    ...rows.map(
+      (row) => `| ${row.ms.toFixed(0)} | ${(row.share * 100).toFixed(1)} |${perRequest(row.ms)} ${row.key} |`,
+    ),
   ].join('\n');
 }
 
-export function renderSummary(summary: ProfileSummary): string {
+/**
+ * The three tables as markdown. With `requests` (served over the profiled lifetime) each row also
+ * shows its cost per request, which compares across proxies of different throughput.
+ */
+export function renderSummary(summary: ProfileSummary, requests?: number): string {
+  const perRequest = requests
+    ? `; ${((summary.busyMs * 1000) / requests).toFixed(0)} µs busy per request`
+    : '';
   return [
     `Profile: ${(summary.totalMs / 1000).toFixed(1)} s sampled, busy ${(summary.busyMs / 1000).toFixed(1)} s ` +
-      `(idle ${((summary.idleMs / summary.totalMs) * 100).toFixed(0)}%). Shares are of busy time.`,
+      `(idle ${((summary.idleMs / summary.totalMs) * 100).toFixed(0)}%)${perRequest}. Shares are of busy time.`,
     '',
-    table('Self time by file or package', summary.selfByCategory),
+    table('Self time by file or package', summary.selfByCategory, requests),
     '',
-    table('Self time by function', summary.selfByFunction),
+    table('Self time by function', summary.selfByFunction, requests),
     '',
-    table('Inclusive time by function', summary.inclusiveByFunction),
+    table('Inclusive time by function', summary.inclusiveByFunction, requests),
     '',
   ].join('\n');
 }
@@ -149,10 +159,11 @@ export function renderSummary(summary: ProfileSummary): string {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: 'string', default: '30' } },
+    options: { top: { type: 'string', default: '30' }, requests: { type: 'string' } },
   });
   const file = positionals[0];
   if (!file) throw new Error('usage: node bench/analyze-profile.ts <file.cpuprofile> [--top N]');
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
-  process.stdout.write(renderSummary(summarize(profile, Number(values.top))));
+  const requests = values.requests === undefined ? undefined : Number(values.requests);
+  process.stdout.write(renderSummary(summarize(profile, Number(values.top)), requests));
 }

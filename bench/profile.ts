@@ -61,6 +61,8 @@ try {
     pid: running.service.pid,
     headers: proxy === 'limits' ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
   };
+  /** Requests (or streams) served over the proxy's whole life, warm-up included. */
+  let served = 0;
   const drive = async (seconds: number, measure: boolean): Promise<string> => {
     if (load === 'closed') {
       const r = await closedLoop(target, upstream.service.pid, {
@@ -68,6 +70,7 @@ try {
         durationSeconds: seconds,
         measure,
       });
+      served += r.ok + r.failed;
       return `${(r.ok / r.durationSeconds).toFixed(0)} req/s, ${r.failed} failed, proxy ${(r.cpu.proxy / r.cpu.seconds).toFixed(2)} cores`;
     }
     const r = await closedLoopStreams(target, upstream.service.pid, {
@@ -75,6 +78,7 @@ try {
       durationSeconds: seconds,
       chunks: STREAM_CHUNKS,
     });
+    served += r.streams;
     return `${((r.streams - r.incomplete) / r.durationSeconds).toFixed(0)} streams/s, ${r.incomplete} incomplete, proxy ${(r.cpu.proxy / r.cpu.seconds).toFixed(2)} cores`;
   };
   process.stderr.write(`profiling ${proxy} under ${load} load: warm-up ${values.warmup} s\n`);
@@ -87,8 +91,10 @@ try {
   if (!file) throw new Error(`no profile written to ${outDir}`);
   const path = join(outDir, file);
   const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
-  process.stdout.write(`### ${proxy}, ${load} load (${measured}); profile ${path}\n\n`);
-  process.stdout.write(renderSummary(summarize(profile, Number(values.top))));
+  process.stdout.write(
+    `### ${proxy}, ${load} load (${measured}; ${served} served in all); profile ${path}\n\n`,
+  );
+  process.stdout.write(renderSummary(summarize(profile, Number(values.top)), served));
 } finally {
   await running?.stop();
   await upstream.service.stop();

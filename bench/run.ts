@@ -40,7 +40,13 @@ import {
   type BudgetLine,
   type Row,
 } from './support/report.ts';
-import { startFloor, startGateway, startUpstream, type RunningProxy } from './support/services.ts';
+import {
+  startFloor,
+  startGateway,
+  startUpstream,
+  upstreamCounters,
+  type RunningProxy,
+} from './support/services.ts';
 import { waitForQuiet } from './support/quiet.ts';
 import { Samples, median, sum } from './support/stats.ts';
 import type { CpuWindow, Target } from './support/target.ts';
@@ -175,23 +181,30 @@ const otherCores = (cpu: CpuWindow): number => cpu.others / cpu.seconds;
  * during which other programs used more than CONTENDED_CORES is measured again (up to
  * `plan.contendedRetries` times) and the least contended attempt is kept.
  */
-async function alternate<R>(
+async function alternate<R extends object>(
   plan: Plan,
   targets: readonly Target[],
   label: string,
   measure: (target: Target) => Promise<R>,
   cpuOf: (result: R) => CpuWindow,
-): Promise<Map<string, R[]>> {
-  const results = new Map<string, R[]>(targets.map((t) => [t.name, []]));
+): Promise<Map<string, (R & UpstreamDelta)[]>> {
+  const results = new Map<string, (R & UpstreamDelta)[]>(targets.map((t) => [t.name, []]));
   for (let round = 0; round < plan.rounds; round++) {
     for (const target of roundOrder(targets, round)) {
-      let best: R | undefined;
+      let best: (R & UpstreamDelta) | undefined;
       for (let attempt = 0; attempt <= plan.contendedRetries; attempt++) {
         await quiet();
         log(
           `${label}: round ${round + 1}/${plan.rounds}, ${target.name}${attempt ? ` (again, attempt ${attempt + 1})` : ''}`,
         );
-        const result = await measure(target);
+        const before = await counters();
+        const measured = await measure(target);
+        const after = await counters();
+        const result = {
+          ...measured,
+          upstreamConnections: after.connections - before.connections,
+          upstreamRequests: after.requests - before.requests,
+        };
         if (best === undefined || otherCores(cpuOf(result)) < otherCores(cpuOf(best))) best = result;
         if (otherCores(cpuOf(best)) <= CONTENDED_CORES) break;
         log(`${label}: other programs used ${fmt(otherCores(cpuOf(result)))} cores during the window`);
@@ -204,6 +217,21 @@ async function alternate<R>(
 
 /** Set in main: waits for the machine to be free of other load (bounded), logging when it is not. */
 let quiet: () => Promise<void> = () => Promise.resolve();
+/** Set in main: the upstream's request and connection counters. */
+let counters: () => Promise<{ requests: number; connections: number }> = () =>
+  Promise.resolve({ requests: 0, connections: 0 });
+
+/** What the upstream saw during a window: connections opened to it and requests it answered. */
+interface UpstreamDelta {
+  upstreamConnections: number;
+  upstreamRequests: number;
+}
+
+/** Connections the upstream accepted per 1,000 requests it answered (keep-alive check). */
+function connectionsPer1k(runs: readonly UpstreamDelta[]): string {
+  const requests = sum(runs.map((r) => r.upstreamRequests));
+  return `upstream connections per 1k requests ${fmt((sum(runs.map((r) => r.upstreamConnections)) / requests) * 1000, 1)}`;
+}
 
 /** Per-round ratio of a target's rate to the floor's rate in the same round, median over rounds. */
 function ratioToFloor(rates: Map<string, number[]>, name: string): number | undefined {
@@ -213,7 +241,7 @@ function ratioToFloor(rates: Map<string, number[]>, name: string): number | unde
   return median(mine.map((rate, round) => rate / floor[round]!));
 }
 
-function closedRows(plan: Plan, results: Map<string, ClosedLoopResult[]>): Row[] {
+function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & UpstreamDelta)[]>): Row[] {
   const rates = new Map(
     [...results].map(([name, runs]) => [name, runs.map((r) => r.ok / r.durationSeconds)]),
   );
@@ -237,12 +265,12 @@ function closedRows(plan: Plan, results: Map<string, ClosedLoopResult[]>): Row[]
       peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
       failed: sum(runs.map((r) => r.failed)),
       others: others(runs.map((r) => r.cpu)),
-      notes: cores(runs.map((r) => r.cpu)),
+      notes: `${cores(runs.map((r) => r.cpu))}; ${connectionsPer1k(runs)}`,
     };
   });
 }
 
-function openRows(plan: Plan, results: Map<string, OpenLoopResult[]>): Row[] {
+function openRows(plan: Plan, results: Map<string, (OpenLoopResult & UpstreamDelta)[]>): Row[] {
   const direct = pooled(results.get('direct')!.map((r) => r.latency));
   return [...results].map(([name, runs]) => {
     const latency = pooled(runs.map((r) => r.latency));
@@ -290,7 +318,7 @@ function streamStats(runs: readonly StreamRunResult[]): StreamStats {
   };
 }
 
-function streamRows(plan: Plan, results: Map<string, StreamRunResult[]>): Row[] {
+function streamRows(plan: Plan, results: Map<string, (StreamRunResult & UpstreamDelta)[]>): Row[] {
   const stats = new Map([...results].map(([name, runs]) => [name, streamStats(runs)]));
   const rates = new Map([...stats].map(([name, s]) => [name, s.rate]));
   const direct = stats.get('direct')!;
@@ -311,7 +339,7 @@ function streamRows(plan: Plan, results: Map<string, StreamRunResult[]>): Row[] 
       peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
       failed: sum(runs.map((r) => r.incomplete)),
       others: others(runs.map((r) => r.cpu)),
-      notes: `${fmt(s.events / s.seconds, 0)} events/s; ${fmt(s.events / s.streams, 1)} events/stream (expected ${eventsPerStream(STREAM_CHUNKS)}); ${cores(runs.map((r) => r.cpu))}`,
+      notes: `${fmt(s.events / s.seconds, 0)} events/s; ${fmt(s.events / s.streams, 1)} events/stream (expected ${eventsPerStream(STREAM_CHUNKS)}); ${cores(runs.map((r) => r.cpu))}; ${connectionsPer1k(runs)}`,
     };
   });
 }
@@ -329,7 +357,7 @@ interface PacedSummary {
 
 function pacedRows(
   plan: Plan,
-  results: Map<string, StreamRunResult[]>,
+  results: Map<string, (StreamRunResult & UpstreamDelta)[]>,
 ): { rows: Row[]; paced: Map<string, PacedSummary> } {
   const stats = new Map([...results].map(([name, runs]) => [name, streamStats(runs)]));
   const direct = stats.get('direct')!;
@@ -359,7 +387,7 @@ function pacedRows(
       others: others(runs.map((r) => r.cpu)),
       notes:
         `event gap p50/p99 ${fmt(summary.gapP50)}/${fmt(summary.gapP99)} ms; ` +
-        `coalesced ${fmt(summary.coalesced * 100, 2)}% of events`,
+        `coalesced ${fmt(summary.coalesced * 100, 2)}% of events; ${connectionsPer1k(runs)}`,
     };
   });
   return { rows, paced };
@@ -530,6 +558,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   let paced: Map<string, PacedSummary> | undefined;
   const ownPids: number[] = [upstreamPid];
+  counters = () => upstreamCounters(upstream);
   quiet = async () => {
     if (plan.quietWaitSeconds <= 0) return;
     const load = await waitForQuiet(ownPids, plan.quietWaitSeconds, CONTENDED_CORES / 2);

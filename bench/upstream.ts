@@ -8,7 +8,8 @@
  *   `[DONE]`, chunked transfer encoding. Unpaced (default) the events are separate back-to-back
  *   writes; with `x-bench-interval-ms: T` one event is written every T ms (a shared ticker per
  *   interval), the first with the headers and `[DONE]` on its own tick.
- * - `GET /__bench/stats`: requests served per listening port (JSON).
+ * - `GET /__bench/stats`: requests served and connections accepted, per listening port (JSON), to
+ *   check where a pool's traffic went and whether a proxy keeps its upstream connections alive.
  *
  * Run: `node bench/upstream.ts [--ports N]`; prints `{"msg":"listening","ports":[...]}`.
  * Keep-alive always; requests on one connection are answered in order. Chunked request bodies are
@@ -194,7 +195,10 @@ class Connection {
   private respond(head: RequestHead): void {
     served.set(this.port, (served.get(this.port) ?? 0) + 1);
     if (head.method === 'GET' && head.path === '/__bench/stats') {
-      const body = JSON.stringify(Object.fromEntries(served));
+      const body = JSON.stringify({
+        requests: Object.fromEntries(served),
+        connections: Object.fromEntries(accepted),
+      });
       this.socket.write(
         `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
       );
@@ -229,6 +233,7 @@ class Connection {
 }
 
 const served = new Map<number, number>();
+const accepted = new Map<number, number>();
 
 async function listen(server: Server): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -248,7 +253,10 @@ async function main(): Promise<void> {
   const ports: number[] = [];
   for (let i = 0; i < count; i++) {
     let port = 0;
-    const server = createServer((socket) => new Connection(socket, port));
+    const server = createServer((socket) => {
+      accepted.set(port, (accepted.get(port) ?? 0) + 1);
+      new Connection(socket, port);
+    });
     port = await listen(server);
     servers.push(server);
     ports.push(port);

@@ -1,3 +1,4 @@
+import { request } from 'undici';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,4 +103,18 @@ export async function startGateway(
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Requests and connections the upstream has seen so far, summed over its ports. */
+export async function upstreamCounters(
+  upstream: RunningUpstream,
+): Promise<{ requests: number; connections: number }> {
+  const response = await request(`http://127.0.0.1:${upstream.ports[0]}/__bench/stats`);
+  const stats = (await response.body.json()) as {
+    requests: Record<string, number>;
+    connections: Record<string, number>;
+  };
+  const total = (counts: Record<string, number>): number => Object.values(counts).reduce((a, b) => a + b, 0);
+  // The stats request itself is one request (and possibly one connection) on the first port.
+  return { requests: total(stats.requests) - 1, connections: total(stats.connections) };
 }
