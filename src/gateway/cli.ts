@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigLoadError, createGateway } from './gateway.js';
 import { gatewayOptionDefinitions, type GatewayOptions } from './options.js';
 import { createLogger } from './telemetry/logger.js';
+import { startTracing } from './telemetry/tracing.js';
 import { packageVersion } from '../lib/version.js';
 
 /** Exit codes: 0 clean, 1 runtime failure (forced drain, listener error), 2 usage or configuration error. */
@@ -76,6 +77,10 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
 
 async function serve(options: GatewayOptions): Promise<void> {
   const logger = createLogger();
+  // OpenTelemetry from the standard OTEL_* environment; nothing loads or costs when it is off.
+  const tracing = await startTracing();
+  if (tracing.warning) logger.warn({ reason: tracing.reason }, tracing.warning);
+  logger.info({ enabled: tracing.enabled, reason: tracing.reason, service: tracing.serviceName }, 'tracing');
   let gateway;
   try {
     gateway = await createGateway(options, { logger });

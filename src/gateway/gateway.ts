@@ -17,6 +17,7 @@ import type { BatchLimiterFactory } from './limits/batch.js';
 import type { GatewayOptions } from './options.js';
 import { createProxyHandler } from './pipeline/handler.js';
 import { createLogger, type Logger } from './telemetry/logger.js';
+import { shutdownTracing } from './telemetry/tracing.js';
 import { GatewayMetrics } from './telemetry/metrics.js';
 
 /** Thrown by `createGateway` when the configuration at startup is invalid. */
@@ -183,7 +184,8 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
             adminServer,
             delaySecs: options.shutdownDelaySecs,
             timeoutSecs: options.shutdownTimeoutSecs,
-            finalizers: [() => upstream.close()],
+            // Upstream pools first (nothing is in flight any more), then the spans of the drain.
+            finalizers: [() => upstream.close(), async () => void (await shutdownTracing())],
           },
           reason,
         );

@@ -1,6 +1,7 @@
 import { buildKeyIndex } from '../auth/keys.js';
 import { describePool, type AimdRegistry } from '../balance/aimd-registry.js';
 import { parseEndpoint } from '../http/upstream.js';
+import { compileReasoningTranslation } from '../reasoning/index.js';
 import type { BatchLimiterFactory } from '../limits/batch.js';
 import { LimiterRegistry, limiterId, type LimiterRegistryBuilder } from '../limits/registry.js';
 import type { BatchLimiter } from '../limits/types.js';
@@ -123,6 +124,7 @@ export function compileRuntime(
       providers,
       fallback: compileFallback(target.fallback, providers.length),
       share: shares?.get(key),
+      reasoning: providers.map((p) => p.reasoning),
     });
   }
 
@@ -193,6 +195,7 @@ function compileProviders(
         gatewayKey === undefined ? undefined : [headerName.toLowerCase(), headerPrefix + gatewayKey],
       responseHeaders: [...merged],
       trusted,
+      reasoning: compileReasoningTranslation(entry.reasoning_translation ?? target.reasoning_translation),
       sanitizeResponse: entry.sanitize_response ?? target.sanitize_response ?? false,
       propagateTraceContext: entry.propagate_trace_context ?? trusted,
       rateLimit:

@@ -1,5 +1,6 @@
 import type { KeyIndex, TargetAuth } from '../auth/keys.js';
 import type { ShareController } from '../balance/aimd.js';
+import type { CompiledReasoning } from '../reasoning/index.js';
 import type { UpstreamEndpoint } from '../http/upstream.js';
 import type { BatchLimiter, ConcurrencyLimiter, InflightLimiter, RateLimiter } from '../limits/types.js';
 
@@ -57,6 +58,8 @@ export interface AliasRoute {
   readonly fallback: FallbackPolicy | undefined;
   /** The first-token share controller of an eligible priority pool (spec 3.1). */
   readonly share: ShareController | undefined;
+  /** `providers[i].reasoning` in configuration order: what `planReasoning` takes. */
+  readonly reasoning: readonly (CompiledReasoning | undefined)[];
 }
 
 export interface ProviderRoute {
@@ -77,4 +80,6 @@ export interface ProviderRoute {
   readonly propagateTraceContext: boolean;
   readonly rateLimit: RateLimiter | undefined;
   readonly concurrencyLimit: ConcurrencyLimiter | undefined;
+  /** Compiled reasoning-effort translation (provider-scoped; the pool's when the entry has none). */
+  readonly reasoning: CompiledReasoning | undefined;
 }

@@ -18,12 +18,20 @@ export interface UpstreamEndpoint {
   basePath: string;
   /** A base ending in `/v1` absorbs the request's leading `/v1`, as OpenAI SDK base URLs do. */
   absorbsV1: boolean;
+  /** `server.address` and `server.port` of the trace attributes. */
+  server: { serverAddress: string; serverPort: number };
 }
 
 export function parseEndpoint(url: string): UpstreamEndpoint {
   const parsed = new URL(url);
   const basePath = parsed.pathname.replace(/\/+$/, '');
-  return { origin: parsed.origin, basePath, absorbsV1: basePath.endsWith('/v1') };
+  const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
+  return {
+    origin: parsed.origin,
+    basePath,
+    absorbsV1: basePath.endsWith('/v1'),
+    server: { serverAddress: parsed.hostname, serverPort: port },
+  };
 }
 
 /** The path (with query string, unchanged) to request from the provider for a client request URL. */

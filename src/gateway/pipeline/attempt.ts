@@ -5,18 +5,31 @@ import { forwardRequestHeaders } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
 import type { RequestContext } from './context.js';
 import type { ResponseMode } from './response-mode.js';
+import type { Span } from '@opentelemetry/api';
+import { applyReasoning } from '../reasoning/index.js';
+import {
+  endSpan,
+  genAiOperationForPath,
+  injectTraceHeaders,
+  setAttemptError,
+  setAttemptStatus,
+  startAttemptSpan,
+} from '../telemetry/tracing.js';
 
 const BODYLESS_METHODS = new Set(['GET', 'HEAD']);
 
 /**
- * The body to send to a provider: the client's bytes unchanged, unless the provider has a
- * `gateway_model` (spec 4.4 rule 3) and the body is a JSON object, in which case `model` is
- * replaced and the object re-serialized.
+ * The body to send to a provider: the client's bytes unchanged, unless the provider translates the
+ * reasoning effort (spec 2.6) or has a `gateway_model` (spec 4.4 rule 3); then the parsed body,
+ * rewritten for this provider only (copy-on-write), is re-serialized.
  */
 export function bodyFor(ctx: RequestContext, provider: ProviderRoute): Buffer | undefined {
   if (ctx.body.length === 0) return undefined;
-  if (provider.gatewayModel === undefined || ctx.json === undefined) return ctx.body;
-  return Buffer.from(JSON.stringify({ ...ctx.json, model: provider.gatewayModel }));
+  const json = ctx.reasoning && ctx.json ? applyReasoning(ctx.reasoning, provider.index, ctx.json) : ctx.json;
+  if (json === undefined || (json === ctx.json && provider.gatewayModel === undefined)) return ctx.body;
+  return Buffer.from(
+    JSON.stringify(provider.gatewayModel === undefined ? json : { ...json, model: provider.gatewayModel }),
+  );
 }
 
 /**
@@ -32,6 +45,8 @@ export class Attempt {
   readonly last: boolean;
   readonly mode: ResponseMode;
   readonly probe: AttemptProbe | undefined;
+  /** The CLIENT span of this attempt (a no-op span when tracing is off). */
+  readonly span: Span;
   readonly controller = new AbortController();
   readonly startedAt = performance.now();
   #expired = false;
@@ -53,6 +68,14 @@ export class Attempt {
     this.last = plan.last;
     this.mode = plan.mode;
     this.probe = ctx.route!.share?.startAttempt(plan.provider.index === 0 ? 'preferred' : 'alternate');
+    const requested = ctx.json?.model;
+    this.span = startAttemptSpan(
+      ctx.span,
+      plan.provider.name,
+      plan.number,
+      plan.provider.gatewayModel ?? (typeof requested === 'string' ? requested : undefined),
+      { operation: genAiOperationForPath(ctx.path), ...plan.provider.endpoint.server },
+    );
     const onClientAbort = (): void => this.controller.abort();
     ctx.abort.signal.addEventListener('abort', onClientAbort, { once: true });
     this.#unlink = () => ctx.abort.signal.removeEventListener('abort', onClientAbort);
@@ -84,6 +107,7 @@ export class Attempt {
     this.cancelDeadline();
     this.#unlink();
     this.probe?.end();
+    endSpan(this.span);
   }
 }
 
@@ -101,6 +125,8 @@ export async function send(
   const method = ctx.req.method ?? 'GET';
   const headers = forwardRequestHeaders(ctx.req.headers, undefined);
   if (provider.authHeader) headers[provider.authHeader[0]] = provider.authHeader[1];
+  // Also strips the client's trace headers for a provider that must not receive them.
+  injectTraceHeaders(headers, attempt.span, provider.propagateTraceContext);
   // A response the gateway must read (sanitize, inspect) has to arrive uncompressed.
   if (attempt.mode.kind !== 'raw') delete headers['accept-encoding'];
   const body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);
@@ -113,8 +139,11 @@ export async function send(
       body: body ?? null,
       signal: attempt.controller.signal,
     });
+    setAttemptStatus(attempt.span, response.statusCode);
     return { kind: 'response', response };
   } catch (error) {
-    return { kind: 'error', error: error as Error & { code?: string } };
+    const failure = error as Error & { code?: string };
+    setAttemptError(attempt.span, attempt.expired ? 'first_token_timeout' : (failure.code ?? 'error'));
+    return { kind: 'error', error: failure };
   }
 }

@@ -196,7 +196,7 @@ export function pumpTransformed(
   const onEnd = (): void => apply(transform.end());
   body.on('data', onData);
   body.on('end', onEnd);
-  body.on('error', (error: Error) => {
+  const onError = (error: Error): void => {
     if (finished || ctx.isClosed) return;
     upstreamBodyFailed(ctx, attempt, error, deps);
     if (attempt.mode.kind === 'strict') {
@@ -206,7 +206,12 @@ export function pumpTransformed(
     } else {
       finish('destroy');
     }
-  });
+  };
+  body.on('error', onError);
   res.once('close', () => finish('destroy'));
-  body.resume();
+  // The body may have ended (or failed) already: its 'end' is emitted on the next tick after the
+  // last chunk, before the inspection's caller got here to listen for it.
+  if (body.errored) onError(body.errored);
+  else if (body.readableEnded) onEnd();
+  else body.resume();
 }

@@ -3,6 +3,9 @@ import type { AliasRoute, RuntimeTable } from '../config/runtime.js';
 import type { KeyIdentity } from '../auth/keys.js';
 import type { Grant } from '../limits/types.js';
 import type { StrictEndpoint } from '../strict/index.js';
+import type { ReasoningPlan } from '../reasoning/index.js';
+import type { Span } from '@opentelemetry/api';
+import { NOOP_SPAN } from '../telemetry/tracing.js';
 
 export type Traffic = 'realtime' | 'dispatched';
 
@@ -24,6 +27,10 @@ export class RequestContext {
   json: Record<string, unknown> | undefined;
   /** In strict mode, the supported endpoint the path names (spec 4.5). */
   strictEndpoint: StrictEndpoint | undefined;
+  /** The reasoning plan decided before any attempt (spec 2.6), applied per provider. */
+  reasoning: ReasoningPlan | undefined;
+  /** The request's server span (a no-op span when tracing is off). */
+  span: Span = NOOP_SPAN;
   private grants: Grant[] = [];
   private inflightCounted = false;
   private closed = false;

@@ -16,6 +16,8 @@ import { listModels } from './models.js';
 import { readBody } from './read-body.js';
 import { resolveAlias } from './resolve.js';
 import { runStrictChecks } from './strict-checks.js';
+import { planRequestReasoning } from './reasoning.js';
+import { endServerSpan, setRequestInfo, startServerSpan } from '../telemetry/tracing.js';
 import { standardErrorBody, strictEndpointForPath } from '../strict/index.js';
 
 /** Strict mode's 404 for a path it does not serve, in the standard error shape (spec 4.5, 7.2). */
@@ -39,6 +41,16 @@ export interface HandlerDeps {
   options: Pick<GatewayOptions, 'dispatchedHeader' | 'maxBodyBytes' | 'sseBufferLimit'>;
   upstream: UpstreamClient;
 }
+
+/** Span names use the route, never the raw URL (bounded cardinality). */
+const KNOWN_ROUTES: ReadonlySet<string> = new Set([
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/embeddings',
+  '/v1/responses',
+  '/v1/models',
+]);
+const OTHER_ROUTE = '/*';
 
 /** Status recorded for a request whose client went away before any response started. */
 const CLIENT_CLOSED = '499';
@@ -76,6 +88,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
   const traffic: Traffic =
     req.headers[deps.options.dispatchedHeader] === undefined ? 'realtime' : 'dispatched';
   const ctx = new RequestContext(req, res, table, traffic, path);
+  ctx.span = startServerSpan(req.headers, req.method ?? 'GET', KNOWN_ROUTES.has(path) ? path : OTHER_ROUTE);
   res.once('close', () => finish(ctx, deps));
 
   if (path === '/v1/models' && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -102,6 +115,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
   const unresolved = resolveAlias(ctx);
   if (unresolved) return reject(ctx, unresolved, deps);
 
+  setRequestInfo(ctx.span, ctx.model, ctx.traffic);
   if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
 
   const admitted = admit(ctx);
@@ -116,6 +130,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
     const invalid = runStrictChecks(ctx, deps);
     if (invalid) return reject(ctx, invalid, deps);
   }
+  const unreasonable = planRequestReasoning(ctx);
+  if (unreasonable) return reject(ctx, unreasonable, deps);
 
   if (ctx.countInflight()) deps.metrics.modelInflight.inc({ model: ctx.model });
   const failed = await dispatch(ctx, { ...deps, sseBufferLimit: deps.options.sseBufferLimit });
@@ -151,6 +167,11 @@ function reject(ctx: RequestContext, error: GatewayError, deps: HandlerDeps): vo
 /** Runs once per request when its response closes: releases every slot and records the outcome. */
 function finish(ctx: RequestContext, deps: HandlerDeps): void {
   ctx.close();
+  endServerSpan(
+    ctx.span,
+    ctx.res.headersSent ? ctx.res.statusCode : undefined,
+    ctx.res.headersSent ? undefined : 'client_gone',
+  );
   if (ctx.countedInflight) deps.metrics.modelInflight.dec({ model: ctx.model });
   const status = ctx.res.headersSent ? String(ctx.res.statusCode) : CLIENT_CLOSED;
   deps.metrics.requests.inc({ model: ctx.model, status, traffic: ctx.traffic });

@@ -1,5 +1,7 @@
 import type { Readable } from 'node:stream';
 
+function ignore(): void {}
+
 export type ReadStop = { kind: 'stopped' } | { kind: 'ended' } | { kind: 'failed'; error: Error };
 
 /**
@@ -13,6 +15,9 @@ export function readUntil(body: Readable, onChunk: (chunk: Buffer) => boolean): 
       body.off('data', onData);
       body.off('end', onEnd);
       body.off('error', onError);
+      // Until the next reader attaches its own listener, an upstream error must not go unheard
+      // (an 'error' without a listener ends the process); the reader finds it in `body.errored`.
+      body.on('error', ignore);
       resolve(stop);
     };
     const onData = (chunk: Buffer): void => {
@@ -52,8 +57,6 @@ export async function readAll(body: Readable, maxBytes: number): Promise<ReadAll
       return { kind: 'failed', error: stop.error };
   }
 }
-
-function ignore(): void {}
 
 /**
  * Drops an upstream body that will not be read. undici reports the abort as an 'error' event on the

@@ -42,6 +42,11 @@ function parseStrictBody(ctx: RequestContext, endpoint: StrictEndpoint): Gateway
  * JSON body's `model`. The body is parsed here only when the header does not decide.
  */
 export function resolveAlias(ctx: RequestContext): GatewayError | undefined {
+  if (ctx.strictEndpoint !== undefined) {
+    // Strict mode validates every body, whichever way the alias is named.
+    const invalid = parseJsonBody(ctx);
+    if (invalid) return invalid;
+  }
   const override = ctx.req.headers['model-override'];
   let alias: string | undefined;
   if (typeof override === 'string' && override.length > 0) {

@@ -11,6 +11,7 @@ import {
   strictJsonResponse,
   type JsonResponseOutcome,
 } from '../strict/index.js';
+import { recordResponseSummary } from '../telemetry/tracing.js';
 import type { Attempt } from './attempt.js';
 import {
   answerError,
@@ -146,6 +147,10 @@ async function serveBody(
   const read = await readAll(response.body, MAX_INSPECTED_BODY_BYTES);
   if (read.kind === 'failed') return abandonedByFailure(attempt, read.error);
   attempt.cancelDeadline();
+  if (read.kind === 'complete' && attempt.span.isRecording()) {
+    // Response model and token usage, for the attempt span, when the body is read anyway.
+    recordResponseSummary(attempt.span, parseJsonSafe(read.bytes.toString('utf8')));
+  }
   if (read.kind === 'too_large') {
     if (mode.kind === 'raw') {
       passThrough(ctx, attempt, response, read.chunks, deps);
