@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { AimdMetrics } from '../../src/gateway/balance/aimd-metrics.js';
 import { GatewayMetrics } from '../../src/gateway/telemetry/metrics.js';
-import { CHART, ROOT, ciCases, findObject, render } from './helm.ts';
+import { CHART, ROOT, ciCases, findObject, render, type K8sObject } from './helm.ts';
 
 const PROMTOOL_TESTS = join(CHART, 'tests/promtool/alerts-test.yaml');
 
@@ -26,17 +26,23 @@ interface RuleGroups {
   groups: { name: string; rules: Rule[] }[];
 }
 
-const caseFile = (name: string): string => ciCases().find((c) => c.name === name)!.file;
+const renders = new Map<string, K8sObject[]>();
+/** Each scenario is rendered once for the whole file. */
+const objectsOf = (name: string): K8sObject[] => {
+  let objects = renders.get(name);
+  if (!objects) {
+    objects = render({ valuesFiles: [ciCases().find((c) => c.name === name)!.file] });
+    renders.set(name, objects);
+  }
+  return objects;
+};
 const rulesOf = (name: string): RuleGroups => {
-  const rule = findObject(
-    render({ valuesFiles: [caseFile(name)], showOnly: ['templates/prometheusrule.yaml'] }),
-    'PrometheusRule',
-  );
+  const rule = findObject(objectsOf(name), 'PrometheusRule');
   if (!rule) throw new Error(`${name}: no PrometheusRule rendered`);
   return rule.spec as RuleGroups;
 };
 const dashboardOf = (name: string): string => {
-  const cm = render({ valuesFiles: [caseFile(name)], showOnly: ['templates/dashboards-configmap.yaml'] })[0]!;
+  const cm = objectsOf(name).find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboards'))!;
   return (cm.data as Record<string, string>)['gateway.json']!;
 };
 

@@ -3,7 +3,7 @@
  * and by `make chart-golden` (test/chart/regenerate.ts). Node runs regenerate.ts directly, so the
  * imports here name .ts files.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,23 +41,35 @@ export function requireHelm(): void {
   }
 }
 
+/** No cluster, no repositories: keep helm away from the user's kubeconfig and caches. */
+const HELM_ENV = {
+  PATH: process.env.PATH ?? '',
+  HOME: process.env.HOME ?? ROOT,
+  KUBECONFIG: '/dev/null',
+  HELM_CACHE_HOME: join(ROOT, 'test/.tmp/helm/cache'),
+  HELM_CONFIG_HOME: join(ROOT, 'test/.tmp/helm/config'),
+  HELM_DATA_HOME: join(ROOT, 'test/.tmp/helm/data'),
+};
+
 export function helm(args: string[]): HelmResult {
   requireHelm();
-  const result = spawnSync(HELM, args, {
-    cwd: ROOT,
-    encoding: 'utf8',
-    // No cluster, no repositories: keep helm away from the user's kubeconfig and caches.
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? ROOT,
-      KUBECONFIG: '/dev/null',
-      HELM_CACHE_HOME: join(ROOT, 'test/.tmp/helm/cache'),
-      HELM_CONFIG_HOME: join(ROOT, 'test/.tmp/helm/config'),
-      HELM_DATA_HOME: join(ROOT, 'test/.tmp/helm/data'),
-    },
-  });
+  const result = spawnSync(HELM, args, { cwd: ROOT, encoding: 'utf8', env: HELM_ENV });
   if (result.error) throw result.error;
   return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** helm without blocking, so independent runs overlap (a run's time is mostly process start-up). */
+export function helmAsync(args: string[]): Promise<HelmResult> {
+  requireHelm();
+  return new Promise((resolve, reject) => {
+    const child = spawn(HELM, args, { cwd: ROOT, env: HELM_ENV });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status: status ?? -1, stdout, stderr }));
+  });
 }
 
 export interface TemplateOptions {
@@ -97,6 +109,10 @@ export function leaves(values: Record<string, unknown>, prefix = ''): [string, u
 
 export function template(options: TemplateOptions = {}): HelmResult {
   return helm(templateArgs(options));
+}
+
+export function templateAsync(options: TemplateOptions = {}): Promise<HelmResult> {
+  return helmAsync(templateArgs(options));
 }
 
 /** Renders and fails with helm's message when rendering fails. */

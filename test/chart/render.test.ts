@@ -14,7 +14,7 @@ import {
   CHART,
   ciCases,
   findObject,
-  helm,
+  helmAsync,
   parseObjects,
   render,
   renderNotes,
@@ -116,8 +116,8 @@ describe('CI scenarios', () => {
     );
   });
 
-  it.each(cases)('$name: helm lint --strict passes', ({ file }) => {
-    const result = helm(['lint', '--strict', CHART, '--values', file, '--kube-version', '1.34.0']);
+  it.concurrent.for(cases)('$name: helm lint --strict passes', async ({ file }, { expect }) => {
+    const result = await helmAsync(['lint', '--strict', CHART, '--values', file, '--kube-version', '1.34.0']);
     expect(result.stderr + result.stdout).toContain('0 chart(s) failed');
     expect(result.status).toBe(0);
   });

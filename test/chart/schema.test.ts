@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { SCHEMA_FILE, expectedSchemaText } from './generate.ts';
-import { CHART, leaves, template } from './helm.ts';
+import { CHART, leaves, template, templateAsync } from './helm.ts';
 
 const withTarget = { config: { spec: { targets: { llama: { url: 'http://vllm:8000/v1' } } } } };
 
@@ -29,7 +29,7 @@ describe('values.schema.json', () => {
     expect(schema.$defs.Target?.additionalProperties).toBe(false);
   });
 
-  it.each<[string, Record<string, unknown>, string]>([
+  it.concurrent.for<[string, Record<string, unknown>, string]>([
     ['an unknown top-level key', { replicaCount: 2 }, "additional properties 'replicaCount' not allowed"],
     [
       'a misspelled nested key',
@@ -102,8 +102,8 @@ describe('values.schema.json', () => {
       "at '/podDisruptionBudget/unhealthyPodEvictionPolicy'",
     ],
     ['a non-string annotation', { podAnnotations: { a: 1 } }, "at '/podAnnotations/a'"],
-  ])('refuses %s', (_label, values, message) => {
-    const result = template({ setJson: { ...withTarget, ...values } });
+  ])('refuses %s', async ([, values, message], { expect }) => {
+    const result = await templateAsync({ setJson: { ...withTarget, ...values } });
     expect(result.status).not.toBe(0);
     expect(result.stderr).toContain("values don't meet the specifications of the schema");
     expect(result.stderr).toContain(message);
