@@ -5,8 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricValue } from '../../test/helpers/gateway.js';
-import { spawnProgram, type RunningProgram } from '../../test/helpers/process.js';
+import { metricValue, spawnGateway, type SpawnedGateway } from '../../test/helpers/gateway.js';
 import { startSim, type StartedSim } from '../../test/helpers/sim.js';
 
 /**
@@ -35,33 +34,10 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-interface Gateway {
-  program: RunningProgram;
-  url: string;
-  admin: string;
-}
+type Gateway = SpawnedGateway;
 
-async function startGatewayOn(configPath: string, extra: string[] = []): Promise<Gateway> {
-  const program = spawnProgram('gateway', [
-    '-f',
-    configPath,
-    '--host',
-    '127.0.0.1',
-    '--port',
-    '0',
-    '--metrics-port',
-    '0',
-    '--config-poll-secs',
-    '30',
-    ...extra,
-  ]);
-  const proxy = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
-  const admin = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'admin');
-  return {
-    program,
-    url: `http://127.0.0.1:${String(proxy.port)}`,
-    admin: `http://127.0.0.1:${String(admin.port)}`,
-  };
+function startGatewayOn(configPath: string, extra: string[] = []): Promise<Gateway> {
+  return spawnGateway(configPath, ['--config-poll-secs', '30', ...extra]);
 }
 
 function config(extraAliases: Record<string, unknown> = {}): string {
@@ -119,7 +95,7 @@ describe('local end to end', () => {
       expect(chunks).toBe(8);
       const models = await sdk.models.list();
       expect(models.data.map((m) => m.id)).toEqual(['chat', 'long']);
-      const metrics = await (await fetch(`${gateway.admin}/metrics`)).text();
+      const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
       expect(metricValue(metrics, 'gateway_requests_total', { model: 'chat', status: '200' })).toBe(2);
     } finally {
       await gateway.program.kill();
@@ -154,7 +130,7 @@ describe('local end to end', () => {
         max_tokens: 2,
       });
       expect(still.choices).toHaveLength(1);
-      expect((await fetch(`${gateway.admin}/readyz`)).status).toBe(200);
+      expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
       expect(gateway.program.proc.pid).toBe(pid);
       expect(gateway.program.proc.exitCode).toBeNull();
     } finally {
@@ -174,7 +150,7 @@ describe('local end to end', () => {
         const states = await Promise.all(
           replicas.map(async (r) => {
             try {
-              return (await fetch(`${r.admin}/readyz`)).status === 200;
+              return (await fetch(`${r.adminUrl}/readyz`)).status === 200;
             } catch {
               return false;
             }
@@ -235,7 +211,7 @@ describe('local end to end', () => {
     expect(outcomes.ok).toBeGreaterThan(100);
     expect(outcomes.streamsComplete).toBe(outcomes.streams);
     expect((await old.program.exited).code).toBe(0);
-    const served = await (await fetch(`${next.admin}/metrics`)).text();
+    const served = await (await fetch(`${next.adminUrl}/metrics`)).text();
     expect(metricValue(served, 'gateway_requests_total', { model: 'chat', status: '200' })).toBeGreaterThan(
       0,
     );

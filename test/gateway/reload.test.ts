@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
-import { spawnProgram } from '../helpers/process.js';
+import { metricValue, spawnGateway, startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let upstream: RecordingUpstream;
@@ -79,21 +78,9 @@ describe('hot reload', () => {
     await writeFile(join(ts1, 'config.json'), JSON.stringify(configWith(['a'])));
     await symlink('..2026_01_01_00_00_00.000000001', join(dir, '..data'));
     await symlink('..data/config.json', join(dir, 'config.json'));
-    const program = spawnProgram('gateway', [
-      '-f',
-      join(dir, 'config.json'),
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--config-poll-secs',
-      '60',
-    ]);
+    const gateway = await spawnGateway(join(dir, 'config.json'), ['--config-poll-secs', '60']);
+    const program = gateway.program;
     try {
-      const proxy = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
-      const gateway = { url: `http://127.0.0.1:${String(proxy.port)}` };
       expect(await statusFor(gateway, 'swapped')).toBe(404);
 
       // Update: new timestamped dir, ..data_tmp -> new dir, rename over ..data, remove the old dir.
@@ -153,21 +140,9 @@ describe('hot reload', () => {
     const elsewhere = await mkdtemp(join(tmpdir(), 'gateway-poll-target-'));
     await writeFile(join(elsewhere, 'real.json'), JSON.stringify(configWith(['a'])));
     await symlink(join(elsewhere, 'real.json'), join(dir, 'config.json'));
-    const program = spawnProgram('gateway', [
-      '-f',
-      join(dir, 'config.json'),
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--config-poll-secs',
-      '0.5',
-    ]);
+    const gateway = await spawnGateway(join(dir, 'config.json'), ['--config-poll-secs', '0.5']);
+    const program = gateway.program;
     try {
-      const proxy = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
-      const gateway = { url: `http://127.0.0.1:${String(proxy.port)}` };
       await writeFile(join(elsewhere, 'real.json'), JSON.stringify(configWith(['a', 'polled'])));
       await eventuallyStatus(gateway, 'polled', 200);
     } finally {

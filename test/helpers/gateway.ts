@@ -29,8 +29,6 @@ export interface StartGatewayOptions {
   env?: Record<string, string>;
   /** File name inside the temp dir (extension selects JSON or YAML). */
   fileName?: string;
-  /** Do not wait for the listeners (for tests of startup failures). */
-  expectExit?: boolean;
 }
 
 export function serializeConfig(config: unknown, fileName: string): string {
@@ -38,15 +36,23 @@ export function serializeConfig(config: unknown, fileName: string): string {
   return fileName.endsWith('.json') ? JSON.stringify(config, null, 2) : toYaml(config);
 }
 
-/** Writes `config` to a fresh temp dir and starts the gateway on OS-chosen loopback ports. */
-export async function startGateway(
-  config: unknown,
-  options: StartGatewayOptions = {},
-): Promise<StartedGateway> {
-  const dir = await mkdtemp(join(tmpdir(), 'gateway-test-'));
-  const fileName = options.fileName ?? 'config.json';
-  const configPath = join(dir, fileName);
-  await writeFile(configPath, serializeConfig(config, fileName));
+export interface SpawnedGateway {
+  program: RunningProgram;
+  url: string;
+  adminUrl: string;
+  port: number;
+  adminPort: number;
+}
+
+/**
+ * Starts the gateway on an existing config file, on OS-chosen loopback ports, and waits for both
+ * listeners. Test defaults: no shutdown delay, a 1 s config poll (callers' `args` come last and win).
+ */
+export async function spawnGateway(
+  configPath: string,
+  args: string[] = [],
+  env?: Record<string, string>,
+): Promise<SpawnedGateway> {
   const program = spawnProgram(
     'gateway',
     [
@@ -62,19 +68,41 @@ export async function startGateway(
       '0',
       '--config-poll-secs',
       '1',
-      ...(options.args ?? []),
+      ...args,
     ],
-    { env: options.env },
+    { env },
   );
   const proxyLine = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
   const adminLine = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'admin');
   const port = proxyLine.port as number;
   const adminPort = adminLine.port as number;
-  const adminUrl = `http://127.0.0.1:${adminPort}`;
-  let tempCounter = 0;
   return {
     program,
     url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    port,
+    adminPort,
+  };
+}
+
+/** Writes `config` to a fresh temp dir and starts the gateway on OS-chosen loopback ports. */
+export async function startGateway(
+  config: unknown,
+  options: StartGatewayOptions = {},
+): Promise<StartedGateway> {
+  const dir = await mkdtemp(join(tmpdir(), 'gateway-test-'));
+  const fileName = options.fileName ?? 'config.json';
+  const configPath = join(dir, fileName);
+  await writeFile(configPath, serializeConfig(config, fileName));
+  const { program, url, adminUrl, port, adminPort } = await spawnGateway(
+    configPath,
+    options.args,
+    options.env,
+  );
+  let tempCounter = 0;
+  return {
+    program,
+    url,
     adminUrl,
     port,
     adminPort,

@@ -56,6 +56,15 @@ function embeddedErrorOf(value: unknown): unknown {
   return error === null ? undefined : error;
 }
 
+/**
+ * An error embedded in a 200 counts as its status: an outcome for the share controller, and a
+ * failover trigger when that status is a fallback status and another attempt is possible.
+ */
+function abandonsFor(ctx: RequestContext, attempt: Attempt, status: number, canRetry: boolean): boolean {
+  attempt.probe?.status(status);
+  return canRetry && ctx.route!.fallback?.onStatus(status) === true;
+}
+
 function parseJsonSafe(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -165,8 +174,7 @@ async function serveBody(
     const error = embeddedErrorOf(parseJsonSafe(read.bytes.toString('utf8')));
     if (error !== undefined) {
       const embedded = embeddedStatus(error);
-      attempt.probe?.status(embedded);
-      if (canRetry && ctx.route!.fallback?.onStatus(embedded)) {
+      if (abandonsFor(ctx, attempt, embedded, canRetry)) {
         return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
       }
     }
@@ -180,8 +188,7 @@ async function serveBody(
       : standaloneJsonResponse(read.bytes, ctx.route!.key);
   if (outcome.kind === 'error' && outcome.reason === 'embedded_error') {
     const embedded = embeddedStatus(outcome.upstreamError);
-    attempt.probe?.status(embedded);
-    if (canRetry && ctx.route!.fallback?.onStatus(embedded)) {
+    if (abandonsFor(ctx, attempt, embedded, canRetry)) {
       return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
     }
   }
@@ -255,8 +262,7 @@ async function serveRawStream(
     const error = embeddedErrorOf(parseJsonSafe(firstData));
     if (error !== undefined) {
       const embedded = embeddedStatus(error);
-      attempt.probe?.status(embedded);
-      if (ctx.route!.fallback?.onStatus(embedded)) {
+      if (abandonsFor(ctx, attempt, embedded, canRetry)) {
         discard(response.body);
         return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
       }
@@ -312,12 +318,9 @@ async function serveTransformedStream(
   });
   if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
 
-  if (embedded !== undefined) {
-    attempt.probe?.status(embedded);
-    if (canRetry && ctx.route!.fallback?.onStatus(embedded)) {
-      discard(response.body);
-      return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
-    }
+  if (embedded !== undefined && abandonsFor(ctx, attempt, embedded, canRetry)) {
+    discard(response.body);
+    return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
   }
   attempt.cancelDeadline();
   writeTransformedStreamHead(ctx, attempt, response.statusCode, response.headers);
