@@ -3,6 +3,10 @@
  * and self time by file or package, the tables the performance notes quote.
  *
  *   node bench/analyze-profile.ts <file.cpuprofile> [--top 30] [--requests N]
+ *   node bench/analyze-profile.ts --compare name=<file>:<requests> name=<file>:<requests> ... [--top 25]
+ *
+ * `--compare` prints µs per request side by side (self time by file or package, and by function),
+ * for profiles of different proxies or of one proxy before and after a change.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -156,11 +160,58 @@ export function renderSummary(summary: ProfileSummary, requests?: number): strin
   ].join('\n');
 }
 
+/** Self-time tables (µs per request) of several profiles side by side. */
+export function renderComparison(
+  profiles: readonly { name: string; profile: CpuProfile; requests: number }[],
+  top: number,
+): string {
+  const summaries = profiles.map((p) => ({ ...p, summary: summarize(p.profile, 100_000) }));
+  const side = (title: string, pick: (s: ProfileSummary) => Share[]): string => {
+    const perRequest = summaries.map(
+      (p) => new Map(pick(p.summary).map((row) => [row.key, (row.ms * 1000) / p.requests])),
+    );
+    const keys = new Set<string>();
+    for (const map of perRequest) for (const key of [...map.keys()].slice(0, top)) keys.add(key);
+    const rows = [...keys].sort(
+      (a, b) =>
+        Math.max(...perRequest.map((m) => m.get(b) ?? 0)) - Math.max(...perRequest.map((m) => m.get(a) ?? 0)),
+    );
+    return [
+      `#### ${title}, µs per request`,
+      '',
+      `| where | ${summaries.map((p) => p.name).join(' | ')} |`,
+      `|---|${summaries.map(() => '---:|').join('')}`,
+      `| **busy total** | ${summaries.map((p) => ((p.summary.busyMs * 1000) / p.requests).toFixed(0)).join(' | ')} |`,
+      ...rows.map((key) => `| ${key} | ${perRequest.map((m) => (m.get(key) ?? 0).toFixed(1)).join(' | ')} |`),
+    ].join('\n');
+  };
+  return [
+    side('Self time by file or package', (s) => s.selfByCategory),
+    '',
+    side('Self time by function', (s) => s.selfByFunction),
+    '',
+  ].join('\n');
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: 'string', default: '30' }, requests: { type: 'string' } },
+    options: {
+      top: { type: 'string', default: '30' },
+      requests: { type: 'string' },
+      compare: { type: 'boolean', default: false },
+    },
   });
+  if (values.compare) {
+    const profiles = positionals.map((spec) => {
+      const match = /^([^=]+)=(.+):(\d+)$/.exec(spec);
+      if (!match) throw new Error(`expected name=<file>:<requests>, got ${spec}`);
+      const profile = JSON.parse(readFileSync(match[2]!, 'utf8')) as CpuProfile;
+      return { name: match[1]!, profile, requests: Number(match[3]) };
+    });
+    process.stdout.write(renderComparison(profiles, Number(values.top)));
+    process.exit(0);
+  }
   const file = positionals[0];
   if (!file) throw new Error('usage: node bench/analyze-profile.ts <file.cpuprofile> [--top N]');
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;

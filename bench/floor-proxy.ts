@@ -9,9 +9,9 @@
  * Run: `node bench/floor-proxy.ts --upstream http://127.0.0.1:PORT`; prints
  * `{"msg":"listening","listener":"proxy","port":N}`. Server timeouts match the gateway's defaults.
  */
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pipeline } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { Pool, type Dispatcher } from 'undici';
 
@@ -42,10 +42,40 @@ const { values } = parseArgs({
     // `always` aborts the upstream request's signal on every response close, even a finished one
     // (what the gateway did when this was written); kept to measure what that costs.
     'abort-on-close': { type: 'string', default: 'unfinished' },
+    // `pipeline` (default): node:stream pipeline, the idiomatic way. `pump`: hand-written
+    // write/drain/end/destroy, which skips pipeline's per-call AbortController (it aborts it, with a
+    // DOMException, when every pipeline finishes) and its end-of-stream bookkeeping.
+    'stream-back': { type: 'string', default: 'pipeline' },
   },
 });
 if (!values.upstream) throw new Error('--upstream <origin> is required');
 const abortAlways = values['abort-on-close'] === 'always';
+const streamBack = values['stream-back'] === 'pump' ? pump : pipelineBack;
+
+function pipelineBack(body: Readable, res: ServerResponse): void {
+  pipeline(body, res, () => {});
+}
+
+/** Body to response with backpressure; a broken body cuts the response, a gone client the body. */
+function pump(body: Readable, res: ServerResponse): void {
+  const onData = (chunk: Buffer): void => {
+    if (!res.write(chunk)) body.pause();
+  };
+  const onDrain = (): void => {
+    body.resume();
+  };
+  const onClose = (): void => {
+    if (!res.writableFinished) body.destroy();
+  };
+  body.on('data', onData);
+  body.once('end', () => {
+    res.off('drain', onDrain);
+    res.end();
+  });
+  body.once('error', () => res.destroy());
+  res.on('drain', onDrain);
+  res.once('close', onClose);
+}
 const pool = new Pool(values.upstream, {
   keepAliveTimeout: 30_000,
   headersTimeout: 300_000,
@@ -83,7 +113,7 @@ const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 },
       .then(
         (upstream) => {
           res.writeHead(upstream.statusCode, forwardable(upstream.headers));
-          pipeline(upstream.body, res, () => {});
+          streamBack(upstream.body, res);
         },
         () => {
           if (!res.headersSent) res.writeHead(502, { 'content-length': 0 }).end();

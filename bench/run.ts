@@ -110,8 +110,8 @@ const FULL: Plan = {
     ],
   },
   reload: { aliases: 1000, rate: 1000, seconds: 15, rounds: 2 },
-  quietWaitSeconds: 30,
-  contendedRetries: 2,
+  quietWaitSeconds: 10,
+  contendedRetries: 1,
 };
 
 const QUICK: Plan = {

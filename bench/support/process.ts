@@ -29,6 +29,8 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** Which parsed lines to retain (default: all). Request-path logs can be many; keep what matters. */
   keep?: (line: LogLine) => boolean;
+  /** Called with every line that is not JSON (e.g. `--trace-gc` output). */
+  onText?: (line: string) => void;
 }
 
 const KEEP_LIMIT = 10_000;
@@ -83,6 +85,7 @@ export function spawnService(
         return;
       }
     }
+    options.onText?.(raw);
     if (text.length < 64_000) text += raw + '\n';
   };
   for (const stream of [proc.stdout, proc.stderr]) {

@@ -7,6 +7,8 @@ import { ROOT, spawnService, type LogLine, type Service } from './process.ts';
 /** Node arguments for every proxy process (the gateway and the floor), e.g. `--cpu-prof`. */
 export interface ProxyProcessOptions {
   nodeArgs?: string[];
+  /** Called with every non-JSON output line of the proxy (e.g. `--trace-gc` lines). */
+  onText?: (line: string) => void;
   /** Extra program arguments (after the script). */
   args?: string[];
 }
@@ -36,7 +38,7 @@ export async function startFloor(
     'floor',
     join(ROOT, 'bench/floor-proxy.ts'),
     ['--upstream', `http://127.0.0.1:${upstreamPort}`, ...(options.args ?? [])],
-    { nodeArgs: options.nodeArgs ?? [] },
+    { nodeArgs: options.nodeArgs ?? [], ...(options.onText ? { onText: options.onText } : {}) },
   );
   const line = await service.waitForLine((l) => l.msg === 'listening');
   return { service, origin: `http://127.0.0.1:${line.port as number}` };
@@ -82,7 +84,12 @@ export async function startGateway(
       '0',
       ...(options.args ?? []),
     ],
-    { nodeArgs: options.nodeArgs ?? [], env: { LOG_LEVEL: 'info' }, keep: isReload },
+    {
+      nodeArgs: options.nodeArgs ?? [],
+      env: { LOG_LEVEL: 'info' },
+      keep: isReload,
+      ...(options.onText ? { onText: options.onText } : {}),
+    },
   );
   const proxy = await service.waitForLine((l) => l.msg === 'listening' && l.listener === 'proxy');
   const admin = await service.waitForLine((l) => l.msg === 'listening' && l.listener === 'admin');
