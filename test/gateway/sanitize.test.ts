@@ -225,6 +225,17 @@ describe('sanitize_response on chat completions (spec 4.6)', () => {
     expect(received.map((c) => c.choices[0]!.delta.content).join('')).toBe('Hello');
   });
 
+  it('a stream that arrives in one piece with its end is delivered whole and ends cleanly', async () => {
+    const body = `data: ${JSON.stringify(chunkObject('one'))}\n\ndata: [DONE]\n\n`;
+    up.respondWith((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(body);
+    });
+    const reply = await call(gateway, '/v1/chat/completions', chat('san', { stream: true }));
+    expect(reply.failed).toBe(false);
+    expect(dataEvents(reply.text)).toEqual([{ ...chunkObject('one'), model: 'san' }, '[DONE]']);
+  });
+
   it('a target without sanitize_response passes the same answer through unchanged', async () => {
     const body = JSON.stringify(engineCompletion('vendor/model-70b'));
     up.respondWith((_req, res) => {

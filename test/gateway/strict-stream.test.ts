@@ -374,6 +374,40 @@ describe('errors in a 200 stream before any data frame (recording upstream)', ()
   });
 });
 
+describe('a provider answer that arrives in one piece with its end', () => {
+  const whole = (body: string): UpstreamHandler => {
+    return (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(body);
+    };
+  };
+
+  it.each([
+    ['with [DONE]', chunkEvent('a') + chunkEvent('b') + 'data: [DONE]\n\n', 'data: [DONE]\n\n'],
+    [
+      'without [DONE]',
+      chunkEvent('a') + chunkEvent('b'),
+      `data: ${JSON.stringify(chunkValue('b', 'rec'))}\n\n`,
+    ],
+  ])('%s: the client response ends cleanly', async (_name, body, tail) => {
+    up.respondWith(whole(body));
+    const read = await stream(strict, 'rec');
+    expect(read.failed).toBe(false);
+    expect(contentOf(events(read.text))).toBe('ab');
+    expect(read.text.endsWith(tail)).toBe(true);
+  });
+
+  it('a first frame and an embedded error in one piece: the error event ends the stream', async () => {
+    up.respondWith(whole(chunkEvent('a') + chunkEvent('b', { error: { message: 'RAW', code: 503 } })));
+    const read = await stream(strict, 'rec');
+    expect(read.failed).toBe(false);
+    expect(events(read.text)).toEqual([
+      chunkValue('a', 'rec'),
+      { error: { message: 'Service unavailable', type: 'api_error', param: null, code: 503 } },
+    ]);
+  });
+});
+
 // --- embedded code masking ----------------------------------------------------------------------
 
 describe('embedded error codes in a stream, masked for an untrusted provider (spec 7.2)', () => {

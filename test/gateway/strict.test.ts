@@ -393,6 +393,61 @@ describe('request validation (spec 4.5, 6, 7.1)', () => {
   });
 });
 
+describe('model-override in strict mode (spec 4.4 rules 1-2)', () => {
+  it('a valid body routed by the header is validated, served and sanitized under the header alias', async () => {
+    up.respondWith(jsonReply(200, completion('upstream', { vendor: 1 })));
+    const reply = await post('/v1/chat/completions', chat('t'), { 'model-override': 'u' });
+    expect(reply.status).toBe(200);
+    expect(JSON.parse(reply.text)).toEqual(completion('u'));
+    expect(up.requests).toHaveLength(1);
+  });
+
+  it('a client cannot dodge masking: body names the trusted alias, the header an untrusted one', async () => {
+    up.respondWith(errorReply(401));
+    const reply = await post('/v1/chat/completions', chat('t'), { 'model-override': 'u' });
+    expect(reply.status).toBe(502);
+    expect(JSON.parse(reply.text)).toEqual(standard('Bad gateway', 'api_error'));
+    expect(reply.text).not.toContain('UPSTREAM-DETAIL');
+  });
+
+  it('the header names the trusted alias: that provider served, so its error passes through', async () => {
+    up.respondWith(errorReply(401));
+    const reply = await post('/v1/chat/completions', chat('u'), { 'model-override': 't' });
+    expect(reply.status).toBe(401);
+    expect(reply.text).toBe(upstreamErrorBody(401));
+  });
+
+  it('the body is still validated, with the same labels, when the header names the alias', async () => {
+    const schema = await counted(
+      'gateway_rejections_total',
+      { status: '400', code: 'schema_mismatch' },
+      async () => {
+        const reply = await post('/v1/chat/completions', chat('u', { temprature: 1 }), {
+          'model-override': 'u',
+        });
+        expect(reply.status).toBe(400);
+      },
+    );
+    const json = await counted(
+      'gateway_rejections_total',
+      { status: '400', code: 'invalid_json' },
+      async () => {
+        expect((await post('/v1/chat/completions', '{"model":', { 'model-override': 'u' })).status).toBe(400);
+      },
+    );
+    const refused = await counted(
+      'gateway_rejections_total',
+      { status: '400', code: 'unsupported_parameter' },
+      async () => {
+        const body = chat('u', { chat_template_kwargs: {} });
+        expect((await post('/v1/chat/completions', body, { 'model-override': 'u' })).status).toBe(400);
+      },
+    );
+    expect([schema, json, refused]).toEqual([1, 1, 1]);
+    expect(up.requests).toHaveLength(0);
+  });
+});
+
 // --- unsupported parameters ----------------------------------------------------------------------
 
 describe('unsupported parameters (spec 4.7)', () => {
