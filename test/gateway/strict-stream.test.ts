@@ -467,6 +467,15 @@ describe('--sse-buffer-limit (spec 8)', () => {
     );
   });
 
+  it('64: the first frame and an oversized unfinished event in one piece: the frame, then a body error', async () => {
+    const large = chunkEvent('x'.repeat(400));
+    up.respondWith(writes([chunkEvent('first') + large.slice(0, 200), large.slice(200)], 60, true));
+    const read = await stream(limit64, 'rec');
+    expect(read.status).toBe(200);
+    expect(read.failed).toBe(true);
+    expect(events(read.text)).toEqual([chunkValue('first', 'rec')]);
+  });
+
   it('64: an overflow before the first frame is a stream error too, never a clean (empty) end', async () => {
     const large = chunkEvent('y'.repeat(400));
     up.respondWith(writes([large.slice(0, 150), large.slice(150)], 60, true));
