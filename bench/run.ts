@@ -68,7 +68,7 @@ interface Plan {
    * Memory rows: which proxy, and whether in a freshly started process (only the streams) or in the
    * long-running one after the throughput rows (its heap already grown by them).
    */
-  memory: { streams: number; intervalMs: number; holdSeconds: number; targets: readonly MemoryTarget[] };
+  memory: { streams: number; intervalMs: number; targets: readonly MemoryTarget[] };
   reload: { aliases: number; rate: number; seconds: number; rounds: number };
   /** Before each window, wait up to this long for other programs to leave the cores alone (0: no wait). */
   quietWaitSeconds: number;
@@ -99,8 +99,7 @@ const FULL: Plan = {
   pacedSeconds: 8,
   memory: {
     streams: 1000,
-    intervalMs: 200,
-    holdSeconds: 5,
+    intervalMs: 160,
     targets: [
       { proxy: 'floor', fresh: true },
       { proxy: 'plain', fresh: true },
@@ -119,24 +118,23 @@ const QUICK: Plan = {
   rounds: 1,
   warmupSeconds: 1,
   connections: 32,
-  closedSeconds: 3,
+  closedSeconds: 2.5,
   openRate: 1000,
   openSeconds: 2.5,
   streamConcurrency: 32,
-  streamSeconds: 3,
+  streamSeconds: 2.5,
   pacedRate: 100,
   pacedIntervalMs: 10,
-  pacedSeconds: 2.5,
+  pacedSeconds: 2,
   memory: {
     streams: 1000,
-    intervalMs: 80,
-    holdSeconds: 1.5,
+    intervalMs: 60,
     targets: [
       { proxy: 'plain', fresh: true },
       { proxy: 'plain', fresh: false },
     ],
   },
-  reload: { aliases: 1000, rate: 1000, seconds: 5, rounds: 1 },
+  reload: { aliases: 1000, rate: 1000, seconds: 4, rounds: 1 },
   quietWaitSeconds: 0,
   contendedRetries: 0,
 };
@@ -394,9 +392,10 @@ function pacedRows(
 }
 
 function memoryRow(plan: Plan, name: string, result: SlowStreamsResult): Row {
-  const perStream = ((result.heldRss - result.idleRss) * 1e6) / 1024 / plan.memory.streams;
-  const inflight =
-    result.gatewayInflight === undefined ? '' : ` (gateway in-flight gauge ${result.gatewayInflight})`;
+  const gauges = result.gateway;
+  const gateway = gauges
+    ? `; gateway in-flight gauge ${gauges.inflight ?? '?'}, V8 heap used/total ${fmt(gauges.heapUsed, 0)}/${fmt(gauges.heapTotal, 0)} MB`
+    : '';
   return {
     section: 'memory',
     target: name,
@@ -412,8 +411,8 @@ function memoryRow(plan: Plan, name: string, result: SlowStreamsResult): Row {
     failed: result.incomplete,
     others: undefined,
     notes:
-      `${result.openAtSample} open at sample${inflight}; RSS idle ${fmt(result.idleRss, 0)} MB -> held ` +
-      `${fmt(result.heldRss, 0)} MB (~${fmt(perStream, 0)} KiB/stream); ${result.complete} complete`,
+      `up to ${result.maxOpen} open at once${gateway}; RSS idle ${fmt(result.idleRss, 0)} MB, ` +
+      `${fmt(result.heldRss, 0)} MB while >= 95% open; ${result.complete} complete`,
   };
 }
 
@@ -673,7 +672,6 @@ async function main(): Promise<void> {
               streams: plan.memory.streams,
               chunks: STREAM_CHUNKS,
               intervalMs: plan.memory.intervalMs,
-              holdSeconds: plan.memory.holdSeconds,
               rampBatch: 100,
             });
             rows.push(memoryRow(plan, name, result));

@@ -9,10 +9,16 @@ export interface SlowStreamsOptions {
   streams: number;
   chunks: number;
   intervalMs: number;
-  /** Seconds to keep sampling RSS once every stream has started. */
-  holdSeconds: number;
   /** Streams opened per ramp step (every 100 ms). */
   rampBatch: number;
+}
+
+export interface GatewayGauges {
+  /** `gateway_model_inflight` of the benchmarked alias. */
+  inflight: number | undefined;
+  /** V8 heap used and total (prom-client default metrics), MB. */
+  heapUsed: number | undefined;
+  heapTotal: number | undefined;
 }
 
 export interface SlowStreamsResult {
@@ -20,27 +26,41 @@ export interface SlowStreamsResult {
   idleRss: number;
   /** VmHWM over the row (reset before it), MB. */
   peakRss: number;
-  /** Largest sampled RSS while every stream was open, MB. */
+  /** Largest sampled RSS while at least 95% of the streams were open at once, MB. */
   heldRss: number;
-  /** Streams that had received their first bytes and not yet ended at the last sample. */
-  openAtSample: number;
-  /** The gateway's own `gateway_model_inflight` at the last sample (undefined for other targets). */
-  gatewayInflight: number | undefined;
+  /** Most streams seen open at once (first bytes received, not yet ended). */
+  maxOpen: number;
+  /** The gateway's own gauges while the streams were open (undefined for other proxies). */
+  gateway: GatewayGauges | undefined;
   complete: number;
   incomplete: number;
 }
 
-async function inflightGauge(adminOrigin: string): Promise<number | undefined> {
+/** One unlabelled or fully labelled sample from Prometheus text. */
+function sample(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1).split(' ')[0]);
+  }
+  return undefined;
+}
+
+async function gatewayGauges(adminOrigin: string): Promise<GatewayGauges> {
   const response = await request(`${adminOrigin}/metrics`);
   const text = await response.body.text();
-  const match = new RegExp(`^gateway_model_inflight\\{model="${ALIAS}"\\} (\\d+)`, 'm').exec(text);
-  return match ? Number(match[1]) : undefined;
+  const mb = (value: number | undefined): number | undefined =>
+    value === undefined ? undefined : value / 1e6;
+  return {
+    inflight: sample(text, `gateway_model_inflight{model="${ALIAS}"}`),
+    heapUsed: mb(sample(text, 'nodejs_heap_size_used_bytes')),
+    heapTotal: mb(sample(text, 'nodejs_heap_size_total_bytes')),
+  };
 }
 
 /**
  * The memory row: `streams` slow SSE responses held open at once through the target (each paced by
- * the upstream at `intervalMs` per event), ramped up in batches. Reports the target's RSS while
- * all are open and its peak over the row; every stream must still arrive complete.
+ * the upstream at `intervalMs` per event), ramped up in batches. RSS is sampled every 100 ms until
+ * every stream has ended; the held figure comes from samples taken while at least 95% were open at
+ * once. Every stream must still arrive complete.
  */
 export async function slowStreams(target: Target, options: SlowStreamsOptions): Promise<SlowStreamsResult> {
   if (target.pid === undefined) throw new Error('the memory row needs a proxy process');
@@ -57,9 +77,8 @@ export async function slowStreams(target: Target, options: SlowStreamsOptions): 
     recordGaps: false,
     onFirstByte: () => started++,
   };
-  for (let opened = 0; opened < options.streams;) {
-    const batch = Math.min(options.rampBatch, options.streams - opened);
-    for (let i = 0; i < batch; i++) {
+  const openBatch = (): void => {
+    for (let i = 0; i < options.rampBatch && outcomes.length < options.streams; i++) {
       outcomes.push(
         streamOnce(pool, target, streamRequest).then((outcome) => {
           ended++;
@@ -67,19 +86,27 @@ export async function slowStreams(target: Target, options: SlowStreamsOptions): 
         }),
       );
     }
-    opened += batch;
-    await sleep(100);
-  }
-  for (let waited = 0; started < options.streams && waited < 20_000; waited += 50) await sleep(50);
+  };
+
+  const full = Math.ceil(options.streams * 0.95);
   let heldRss = 0;
-  let openAtSample = 0;
-  let gatewayInflight: number | undefined;
-  const holdUntil = performance.now() + options.holdSeconds * 1000;
-  while (performance.now() < holdUntil && ended === 0) {
-    heldRss = Math.max(heldRss, rssMB(pid));
-    openAtSample = started - ended;
-    if (target.adminOrigin) gatewayInflight = await inflightGauge(target.adminOrigin);
-    await sleep(250);
+  let maxOpen = 0;
+  let gateway: GatewayGauges | undefined;
+  let nextBatchAt = 0;
+  const startedAt = performance.now();
+  const deadline = startedAt + 120_000;
+  while ((outcomes.length < options.streams || ended < options.streams) && performance.now() < deadline) {
+    if (outcomes.length < options.streams && performance.now() - startedAt >= nextBatchAt) {
+      openBatch();
+      nextBatchAt += 100;
+    }
+    const inFlight = started - ended;
+    maxOpen = Math.max(maxOpen, inFlight);
+    if (inFlight >= full) {
+      heldRss = Math.max(heldRss, rssMB(pid));
+      if (target.adminOrigin && gateway === undefined) gateway = await gatewayGauges(target.adminOrigin);
+    }
+    await sleep(50);
   }
   const settled = await Promise.all(outcomes);
   const peakRss = peakRssMB(pid);
@@ -89,8 +116,8 @@ export async function slowStreams(target: Target, options: SlowStreamsOptions): 
     idleRss,
     peakRss,
     heldRss,
-    openAtSample,
-    gatewayInflight,
+    maxOpen,
+    gateway,
     complete,
     incomplete: settled.length - complete,
   };
