@@ -70,6 +70,13 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
         `error: --header-timeout-secs (${opts.headerTimeoutSecs}) must not exceed --request-timeout-secs (${opts.requestTimeoutSecs})`,
       );
     }
+    if (opts.sharedStateLeaseSecs! * 1000 < 10 * opts.sharedStateTimeoutMs!) {
+      throw new CommanderError(
+        EXIT_USAGE,
+        'gateway.sharedStateLease',
+        `error: --shared-state-lease-secs (${opts.sharedStateLeaseSecs}) must be at least ten times --shared-state-timeout-ms (${opts.sharedStateTimeoutMs} ms): leases are renewed every third of their length and a renewal may take the whole timeout`,
+      );
+    }
     await serve(opts as GatewayOptions);
   });
   return program;

@@ -14,11 +14,12 @@ import { UpstreamClient } from './http/upstream.js';
 import { LifecycleState } from './lifecycle/phase.js';
 import { runShutdown } from './lifecycle/shutdown.js';
 import type { BatchLimiterFactory } from './limits/batch.js';
+import type { SharedLimitStore } from './limits/redis/store.js';
 import type { GatewayOptions } from './options.js';
 import { createProxyHandler } from './pipeline/handler.js';
 import { createLogger, type Logger } from './telemetry/logger.js';
 import { shutdownTracing } from './telemetry/tracing.js';
-import { GatewayMetrics } from './telemetry/metrics.js';
+import { GatewayMetrics, SharedStateMetrics } from './telemetry/metrics.js';
 
 /** Thrown by `createGateway` when the configuration at startup is invalid. */
 export class ConfigLoadError extends Error {
@@ -71,13 +72,18 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
 
   const upstream = new UpstreamClient();
   const aimd = new AimdRegistry({ metrics: new AimdMetrics(metrics.registry, metrics.prefix) });
+  const sharedLimits = options.sharedState ? await openSharedLimits(options, metrics, logger) : undefined;
   const compileOptions = {
     enforceBatchInflight: options.enforceBatchInflight,
     batchLimiter: deps.batchLimiter,
     aimd,
+    sharedLimits,
   };
   const compiled = compileRuntime(initial.config, initial.hash, undefined, compileOptions);
-  if (!compiled.ok) throw new ConfigLoadError(options.targets, compiled.issues);
+  if (!compiled.ok) {
+    await sharedLimits?.close();
+    throw new ConfigLoadError(options.targets, compiled.issues);
+  }
   let runtime = compiled.table;
   metrics.configInfo.set({ hash: initial.hash }, 1);
   metrics.configLastReloadSuccess.set(Date.now() / 1000);
@@ -184,8 +190,13 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
             adminServer,
             delaySecs: options.shutdownDelaySecs,
             timeoutSecs: options.shutdownTimeoutSecs,
-            // Upstream pools first (nothing is in flight any more), then the spans of the drain.
-            finalizers: [() => upstream.close(), async () => void (await shutdownTracing())],
+            // Upstream pools first (nothing is in flight any more), then Redis (every slot is released
+            // by now; a slot of a cut stream was released as it was cut), then the spans of the drain.
+            finalizers: [
+              () => upstream.close(),
+              async () => await sharedLimits?.close(),
+              async () => void (await shutdownTracing()),
+            ],
           },
           reason,
         );
@@ -194,6 +205,38 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     },
   };
   return gateway;
+}
+
+/** How long startup waits for Redis before serving with the failure policy deciding. */
+const SHARED_STATE_STARTUP_WAIT_MS = 2000;
+
+/**
+ * Connects the shared limits (loaded on demand: a gateway without `--shared-state` never loads the
+ * Redis client). An unreachable Redis does not stop startup: a crash-looping replica helps nobody,
+ * the failure policy decides meanwhile, and the `up` gauge and the log say so.
+ */
+async function openSharedLimits(
+  options: GatewayOptions,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): Promise<SharedLimitStore> {
+  const { SharedLimitStore } = await import('./limits/redis/store.js');
+  const store = new SharedLimitStore({
+    url: options.sharedState!,
+    prefix: options.sharedStatePrefix,
+    policies: options.sharedStateFailure,
+    leaseMs: Math.round(options.sharedStateLeaseSecs * 1000),
+    timeoutMs: options.sharedStateTimeoutMs,
+    logger,
+    metrics: new SharedStateMetrics(metrics.registry, metrics.prefix),
+  });
+  if (!(await store.client.waitUntilReady(SHARED_STATE_STARTUP_WAIT_MS))) {
+    logger.warn(
+      { sharedState: store.client.target, waitedMs: SHARED_STATE_STARTUP_WAIT_MS },
+      'shared state not reachable at startup; limits are decided by the failure policy until it connects',
+    );
+  }
+  return store;
 }
 
 async function listenOn(server: Server, host: string, port: number): Promise<number> {

@@ -1,4 +1,11 @@
 import { InvalidArgumentError, Option } from 'commander';
+import { redactedTarget } from './limits/redis/url.js';
+import {
+  DEFAULT_FAILURE_POLICIES,
+  formatFailurePolicies,
+  parseFailurePolicies,
+  type FailurePolicies,
+} from './limits/redis/policy.js';
 
 /** Everything the standalone gateway takes from its command line and environment. */
 export interface GatewayOptions {
@@ -24,6 +31,16 @@ export interface GatewayOptions {
   requestTimeoutSecs: number;
   /** Idle time after which a keep-alive client connection is closed. */
   keepAliveTimeoutSecs: number;
+  /** Redis URL of limits shared across replicas; undefined keeps every limit per process. */
+  sharedState: string | undefined;
+  /** What each limit kind decides while Redis cannot answer. */
+  sharedStateFailure: FailurePolicies;
+  /** Lease of a held shared slot: how long a crashed replica's slots stay counted. */
+  sharedStateLeaseSecs: number;
+  /** Per-call Redis budget; a slower answer is decided by the failure policy. */
+  sharedStateTimeoutMs: number;
+  /** Prefix of every Redis key, so deployments sharing one Redis do not share limits. */
+  sharedStatePrefix: string;
 }
 
 export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
@@ -43,6 +60,11 @@ export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
   headerTimeoutSecs: 30,
   requestTimeoutSecs: 120,
   keepAliveTimeoutSecs: 65,
+  sharedState: undefined,
+  sharedStateFailure: DEFAULT_FAILURE_POLICIES,
+  sharedStateLeaseSecs: 30,
+  sharedStateTimeoutMs: 50,
+  sharedStatePrefix: 'gateway:',
 };
 
 function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -98,6 +120,41 @@ function headerName(value: string): string {
     throw new InvalidArgumentError(`--dispatched-header must be a valid HTTP header name, got "${value}".`);
   }
   return normalized;
+}
+
+/** The URL is checked here so a typo fails at startup; messages never echo the password. */
+function redisUrl(value: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(value.trim());
+  } catch {
+    throw new InvalidArgumentError('--shared-state must be a redis:// or rediss:// URL.');
+  }
+  if ((parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || parsed.hostname === '') {
+    throw new InvalidArgumentError(
+      `--shared-state must be a redis://host:port or rediss://host:port URL, got "${redactedTarget(value.trim())}".`,
+    );
+  }
+  return value.trim();
+}
+
+function failurePolicies(value: string): FailurePolicies {
+  const parsed = parseFailurePolicies(value);
+  if (!parsed.ok) {
+    throw new InvalidArgumentError(
+      `--shared-state-failure: ${parsed.message}; expected fail_open, fail_closed, or kind=policy items such as "fail_closed,rate=fail_open".`,
+    );
+  }
+  return parsed.policies;
+}
+
+function keyPrefix(value: string): string {
+  if (!/^[!-~]{1,64}$/.test(value)) {
+    throw new InvalidArgumentError(
+      `--shared-state-prefix must be 1 to 64 printable characters without spaces, got "${value}".`,
+    );
+  }
+  return value;
 }
 
 /**
@@ -181,5 +238,36 @@ export function gatewayOptionDefinitions(): Option[] {
       .env('GATEWAY_KEEP_ALIVE_TIMEOUT_SECS')
       .default(d.keepAliveTimeoutSecs)
       .argParser(seconds('--keep-alive-timeout-secs', { positive: true })),
+    new Option(
+      '--shared-state <redis-url>',
+      'share rate, concurrency, in-flight and batch limits across replicas through Redis (redis:// or rediss://); unset: limits per process',
+    )
+      .env('GATEWAY_SHARED_STATE')
+      .argParser(redisUrl),
+    new Option(
+      '--shared-state-failure <policy>',
+      'decision while Redis cannot answer: fail_open or fail_closed, for all kinds or per kind (rate, concurrency, inflight, batch), e.g. "fail_closed,rate=fail_open"',
+    )
+      .env('GATEWAY_SHARED_STATE_FAILURE')
+      .default(d.sharedStateFailure, formatFailurePolicies(d.sharedStateFailure))
+      .argParser(failurePolicies),
+    new Option(
+      '--shared-state-lease-secs <seconds>',
+      'lease of a held shared slot, renewed while the request runs; a crashed replica frees its slots after it',
+    )
+      .env('GATEWAY_SHARED_STATE_LEASE_SECS')
+      .default(d.sharedStateLeaseSecs)
+      .argParser(seconds('--shared-state-lease-secs', { positive: true })),
+    new Option(
+      '--shared-state-timeout-ms <ms>',
+      'per-call Redis budget; a slower answer is decided by the failure policy',
+    )
+      .env('GATEWAY_SHARED_STATE_TIMEOUT_MS')
+      .default(d.sharedStateTimeoutMs)
+      .argParser(integer('--shared-state-timeout-ms', 1, 10_000)),
+    new Option('--shared-state-prefix <prefix>', 'prefix of every Redis key (one per deployment)')
+      .env('GATEWAY_SHARED_STATE_PREFIX')
+      .default(d.sharedStatePrefix)
+      .argParser(keyPrefix),
   ];
 }

@@ -3,7 +3,8 @@ import { describePool, type AimdRegistry } from '../balance/aimd-registry.js';
 import { parseEndpoint } from '../http/upstream.js';
 import { compileReasoningTranslation } from '../reasoning/index.js';
 import type { BatchLimiterFactory } from '../limits/batch.js';
-import { LimiterRegistry, limiterId, type LimiterRegistryBuilder } from '../limits/registry.js';
+import type { LimiterFactory } from '../limits/redis/store.js';
+import { LimiterRegistry, limiterId } from '../limits/registry.js';
 import type { BatchLimiter } from '../limits/types.js';
 import type { ConfigIssue } from './issues.js';
 import type {
@@ -32,6 +33,12 @@ export interface CompileOptions {
   batchLimiter: BatchLimiterFactory | undefined;
   /** Share controllers across reloads; absent when compiling only to check a file. */
   aimd: AimdRegistry | undefined;
+  /**
+   * Limits shared across replicas (`--shared-state`): when given, every token bucket, concurrency
+   * limit, account in-flight limit and enforced batch cap comes from it instead of the in-memory
+   * registry, under the same identities. An embedder's `batchLimiter` still wins for batch.
+   */
+  sharedLimits: LimiterFactory | undefined;
 }
 
 export type CompileResult = { ok: true; table: CompiledTable } | { ok: false; issues: ConfigIssue[] };
@@ -59,6 +66,7 @@ export function compileRuntime(
   }
   const keys = keyBuild.index;
   const registry = (previous?.limiters ?? LimiterRegistry.empty()).rebuild();
+  const limiters: LimiterFactory = options.sharedLimits ?? registry;
 
   const keyLimits = new Map<string, KeyLimits>();
   for (const identity of keys.definitions()) {
@@ -66,10 +74,10 @@ export function compileRuntime(
     const subject = { scope: 'key' as const, subject: name };
     keyLimits.set(name, {
       rateLimit: identity.rateLimit
-        ? registry.tokenBucket(limiterId.keyRate(name), identity.rateLimit, subject)
+        ? limiters.tokenBucket(limiterId.keyRate(name), identity.rateLimit, subject)
         : undefined,
       concurrencyLimit: identity.concurrencyLimit
-        ? registry.concurrency(limiterId.keyConcurrency(name), identity.concurrencyLimit, subject)
+        ? limiters.concurrency(limiterId.keyConcurrency(name), identity.concurrencyLimit, subject)
         : undefined,
     });
   }
@@ -80,7 +88,7 @@ export function compileRuntime(
       let limiter: BatchLimiter | undefined;
       if (options.batchLimiter) limiter = options.batchLimiter(alias, limit);
       else if (options.enforceBatchInflight && limit !== undefined) {
-        limiter = registry.batch(limiterId.batch(alias), alias, {
+        limiter = limiters.batch(limiterId.batch(alias), alias, {
           batch_inflight_limit: limit,
           enforce: true,
         });
@@ -104,18 +112,18 @@ export function compileRuntime(
     const defaultPool = config.targets[model] ?? target;
     const auth = keys.target(key)!;
     const subject = { scope: 'target' as const, subject: key };
-    const providers = compileProviders(key, target, registry);
+    const providers = compileProviders(key, target, limiters);
     routes.set(key, {
       key,
       model,
       auth,
       rateLimit: target.rate_limit
-        ? registry.tokenBucket(limiterId.targetRate(key), target.rate_limit, subject)
+        ? limiters.tokenBucket(limiterId.targetRate(key), target.rate_limit, subject)
         : undefined,
       concurrencyLimit: target.concurrency_limit
-        ? registry.concurrency(limiterId.targetConcurrency(key), target.concurrency_limit, subject)
+        ? limiters.concurrency(limiterId.targetConcurrency(key), target.concurrency_limit, subject)
         : undefined,
-      inflight: registry.accountInflight(limiterId.account(model), model, {
+      inflight: limiters.accountInflight(limiterId.account(model), model, {
         inflight_limit: defaultPool.inflight_limit,
         account_inflight_limits: defaultPool.account_inflight_limits,
       }),
@@ -152,11 +160,7 @@ function strategyOf(target: TargetConfig): Strategy {
  * A single-provider target is compiled as a pool of one, so the dispatch stage has one shape to
  * handle. In a pool, provider entries inherit the pool's settings where they leave them unset.
  */
-function compileProviders(
-  poolKey: string,
-  target: TargetConfig,
-  registry: LimiterRegistryBuilder,
-): ProviderRoute[] {
+function compileProviders(poolKey: string, target: TargetConfig, limiters: LimiterFactory): ProviderRoute[] {
   const entries: readonly ProviderConfig[] = target.providers ?? [
     {
       url: target.url!,
@@ -200,11 +204,11 @@ function compileProviders(
       propagateTraceContext: entry.propagate_trace_context ?? trusted,
       rateLimit:
         isPool && entry.rate_limit
-          ? registry.tokenBucket(limiterId.providerRate(poolKey, name), entry.rate_limit, subject)
+          ? limiters.tokenBucket(limiterId.providerRate(poolKey, name), entry.rate_limit, subject)
           : undefined,
       concurrencyLimit:
         isPool && entry.concurrency_limit
-          ? registry.concurrency(
+          ? limiters.concurrency(
               limiterId.providerConcurrency(poolKey, name),
               entry.concurrency_limit,
               subject,

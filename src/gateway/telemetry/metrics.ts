@@ -121,3 +121,29 @@ export class GatewayMetrics {
     return this.registry.metrics();
   }
 }
+
+/**
+ * Metrics of limits shared across replicas (`--shared-state`), registered only when that is on:
+ * an `up` gauge reading 0 in a gateway that has no shared state would page someone for nothing.
+ */
+export class SharedStateMetrics {
+  /** 1 while the Redis connection is ready, 0 while it is down or reconnecting. */
+  readonly up: Gauge;
+  /** Decisions taken by failure policy instead of by Redis; labels bounded (4 kinds x 2 policies). */
+  readonly degraded: Counter<'kind' | 'policy'>;
+
+  constructor(registry: Registry, prefix: string) {
+    const registers = [registry];
+    this.up = new Gauge({
+      name: `${prefix}_shared_state_up`,
+      help: 'Whether the shared limit store (Redis) is connected and ready: 1 or 0.',
+      registers,
+    });
+    this.degraded = new Counter({
+      name: `${prefix}_shared_state_degraded_total`,
+      help: 'Limit decisions taken by the failure policy because Redis was unreachable or slower than the per-call timeout, by limit kind and policy.',
+      labelNames: ['kind', 'policy'],
+      registers,
+    });
+  }
+}

@@ -1,0 +1,197 @@
+import { Redis, type Result } from 'ioredis';
+import type { Logger } from '../../telemetry/logger.js';
+import { ACQUIRE_SLOT, RENEW_SLOTS, TAKE_TOKEN } from './scripts.js';
+import { redactedTarget } from './url.js';
+
+// The scripts as ioredis commands: EVALSHA, with EVAL on the first use per connection and on NOSCRIPT
+// (a restarted Redis has forgotten them), so every call sends a 40-byte hash instead of the source.
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    gatewayTakeToken(
+      key: string,
+      capacity: number,
+      perSecond: number,
+      ttlMs: number,
+    ): Result<number, Context>;
+    gatewayAcquireSlot(key: string, limit: number, leaseId: string, leaseMs: number): Result<number, Context>;
+    gatewayRenewSlots(key: string, leaseMs: number, ...leaseIds: string[]): Result<number, Context>;
+  }
+}
+
+/** Why Redis gave no answer: the failure policy decides instead, and the reason is logged. */
+export type UnavailableReason = 'disconnected' | 'timeout' | 'error';
+
+export interface Unavailable {
+  readonly ok: false;
+  readonly reason: UnavailableReason;
+}
+
+/** A script's verdict, or why there was none. Errors are values: the request path never catches. */
+export type Verdict = { readonly ok: true; readonly granted: boolean } | Unavailable;
+
+const GRANTED: Verdict = Object.freeze({ ok: true, granted: true });
+const REFUSED: Verdict = Object.freeze({ ok: true, granted: false });
+const UNAVAILABLE: Readonly<Record<UnavailableReason, Unavailable>> = Object.freeze({
+  disconnected: Object.freeze({ ok: false, reason: 'disconnected' }),
+  timeout: Object.freeze({ ok: false, reason: 'timeout' }),
+  error: Object.freeze({ ok: false, reason: 'error' }),
+});
+
+export interface SharedStateClientOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://` for TLS. */
+  readonly url: string;
+  /** Per-call budget; a slower answer counts as unavailable. */
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+  /** Called on every change of connection health (for the `up` gauge). */
+  readonly onHealth?: (up: boolean) => void;
+}
+
+/** Reconnect backoff: quick at first so a restarted Redis is back within a second, capped at 1 s. */
+function retryDelay(attempt: number): number {
+  return Math.min(attempt * 100, 1000);
+}
+
+/**
+ * The Redis connection of the shared limiters, with its health. One connection per gateway: every
+ * script is a few microseconds of server time, and ioredis pipelines concurrent calls on it.
+ *
+ * Failing fast is the point. The offline queue is off and nothing is retried on reconnect, so a call
+ * while Redis is down answers `disconnected` at once instead of queueing behind the reconnect, and a
+ * call slower than the timeout answers `timeout`; in both cases the caller applies its failure
+ * policy within the budget. Reconnection runs in the background for as long as the process lives,
+ * and decisions return to Redis as soon as the connection is ready again.
+ */
+export class SharedStateClient {
+  readonly #redis: Redis;
+  readonly #logger: Logger;
+  readonly #onHealth: ((up: boolean) => void) | undefined;
+  readonly #target: string;
+  #up = false;
+  #lastError: string | undefined;
+
+  constructor(options: SharedStateClientOptions) {
+    this.#logger = options.logger;
+    this.#onHealth = options.onHealth;
+    this.#target = redactedTarget(options.url);
+    this.#redis = new Redis(options.url, {
+      commandTimeout: options.timeoutMs,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      connectTimeout: 2000,
+      retryStrategy: retryDelay,
+      connectionName: 'gateway-limits',
+    });
+    this.#redis.defineCommand('gatewayTakeToken', { numberOfKeys: 1, lua: TAKE_TOKEN });
+    this.#redis.defineCommand('gatewayAcquireSlot', { numberOfKeys: 1, lua: ACQUIRE_SLOT });
+    this.#redis.defineCommand('gatewayRenewSlots', { numberOfKeys: 1, lua: RENEW_SLOTS });
+    this.#redis.on('ready', () => this.#setUp(true));
+    this.#redis.on('close', () => this.#setUp(false));
+    // Every failed reconnect emits an error; the health transition is what gets logged at warn.
+    this.#redis.on('error', (error: Error) => {
+      this.#lastError = error.message;
+      this.#logger.debug({ sharedState: this.#target, err: error.message }, 'shared state connection error');
+    });
+  }
+
+  /** Redis host, port and database, without credentials: what logs may name. */
+  get target(): string {
+    return this.#target;
+  }
+
+  get up(): boolean {
+    return this.#up;
+  }
+
+  /** Resolves true once connected, or false after `waitMs` (the gateway then starts degraded). */
+  async waitUntilReady(waitMs: number): Promise<boolean> {
+    if (this.#up) return true;
+    return new Promise((resolve) => {
+      const onReady = (): void => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#redis.off('ready', onReady);
+        resolve(false);
+      }, waitMs);
+      this.#redis.once('ready', onReady);
+    });
+  }
+
+  takeToken(key: string, capacity: number, perSecond: number, ttlMs: number): Promise<Verdict> | Unavailable {
+    if (!this.#up) return UNAVAILABLE.disconnected;
+    return this.#redis.gatewayTakeToken(key, capacity, perSecond, ttlMs).then(verdict, unavailable);
+  }
+
+  acquireSlot(key: string, limit: number, leaseId: string, leaseMs: number): Promise<Verdict> | Unavailable {
+    if (!this.#up) return UNAVAILABLE.disconnected;
+    return this.#redis.gatewayAcquireSlot(key, limit, leaseId, leaseMs).then(verdict, (error: unknown) => {
+      const failed = unavailable(error);
+      // A timed-out acquire may still run on the server later; removing the lease right behind it (same
+      // connection, so after it) keeps a slow answer from holding a slot until the lease expires.
+      if (failed.reason === 'timeout') this.releaseSlot(key, leaseId);
+      return failed;
+    });
+  }
+
+  /** Fire and forget: a release that cannot reach Redis is covered by the lease expiry. */
+  releaseSlot(key: string, leaseId: string): void {
+    if (!this.#up) return;
+    this.#redis.zrem(key, leaseId).catch(ignore);
+  }
+
+  /** Extends the leases this process holds on `key`; false when Redis could not be reached. */
+  async renewSlots(key: string, leaseMs: number, leaseIds: readonly string[]): Promise<boolean> {
+    if (!this.#up || leaseIds.length === 0) return false;
+    return this.#redis.gatewayRenewSlots(key, leaseMs, ...leaseIds).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** Closes the connection and stops reconnecting; waits at most `waitMs` for a polite QUIT. */
+  async close(waitMs = 1000): Promise<void> {
+    if (this.#redis.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.#redis.quit().catch(ignore),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    this.#redis.disconnect(false);
+    this.#setUp(false);
+  }
+
+  #setUp(up: boolean): void {
+    if (up === this.#up) return;
+    this.#up = up;
+    this.#onHealth?.(up);
+    if (up) {
+      this.#lastError = undefined;
+      this.#logger.info({ sharedState: this.#target }, 'shared state connected; limits are decided by Redis');
+    } else {
+      this.#logger.warn(
+        { sharedState: this.#target, err: this.#lastError ?? 'connection closed' },
+        'shared state unreachable; limits are decided by the failure policy until it returns',
+      );
+    }
+  }
+}
+
+function verdict(reply: number): Verdict {
+  return reply === 1 ? GRANTED : REFUSED;
+}
+
+function unavailable(error: unknown): Unavailable {
+  const message = error instanceof Error ? error.message : '';
+  if (message.includes('timed out')) return UNAVAILABLE.timeout;
+  if (message.includes('Connection is closed') || message.includes("isn't writeable")) {
+    return UNAVAILABLE.disconnected;
+  }
+  return UNAVAILABLE.error;
+}
+
+function ignore(): void {}

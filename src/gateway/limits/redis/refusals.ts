@@ -1,0 +1,68 @@
+import type { LimitSubject } from '../token-bucket.js';
+import type { BatchRefusal, ConcurrencyRefusal, InflightRefusal, RateLimitRefusal } from '../types.js';
+
+/**
+ * The refusals of spec 7.1, field for field what the in-memory limiters answer (a test compares
+ * them), so a client cannot tell a shared limit from a local one. A fail_closed decision answers
+ * with the same refusal: the client sees the limit, the operator sees the degraded metric.
+ */
+
+export function rateLimitRefusal(subject: LimitSubject): RateLimitRefusal {
+  return Object.freeze({
+    ok: false as const,
+    kind: 'rate_limit' as const,
+    scope: subject.scope,
+    subject: subject.subject,
+    status: 429 as const,
+    code: 'rate_limit',
+    type: 'rate_limit_error',
+    retryAfterSeconds: undefined,
+    message: 'Rate limit exceeded',
+  });
+}
+
+export function concurrencyRefusal(subject: LimitSubject, limit: number): ConcurrencyRefusal {
+  return Object.freeze({
+    ok: false as const,
+    kind: 'concurrency' as const,
+    scope: subject.scope,
+    subject: subject.subject,
+    limit,
+    status: 429 as const,
+    code: 'concurrency_limit_exceeded',
+    type: 'rate_limit_error',
+    retryAfterSeconds: undefined,
+    message: 'Concurrency limit exceeded',
+  });
+}
+
+export function inflightRefusal(alias: string, account: string, limit: number): InflightRefusal {
+  return {
+    ok: false,
+    kind: 'inflight',
+    scope: 'account',
+    alias,
+    account,
+    limit,
+    status: 429,
+    code: 'inflight_limit_exceeded',
+    type: 'rate_limit_error',
+    retryAfterSeconds: 1,
+    message: 'Too many requests in flight for this account',
+  };
+}
+
+export function batchRefusal(alias: string, limit: number): BatchRefusal {
+  return Object.freeze({
+    ok: false as const,
+    kind: 'batch' as const,
+    scope: 'alias' as const,
+    alias,
+    limit,
+    status: 529 as const,
+    code: 'batch_capacity_exceeded',
+    type: 'overloaded_error',
+    retryAfterSeconds: 1,
+    message: 'Batch capacity exceeded',
+  });
+}

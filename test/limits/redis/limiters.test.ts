@@ -1,0 +1,248 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { accountKey } from '../../../src/gateway/limits/redis/limiters.js';
+import type { Grant } from '../../../src/gateway/limits/types.js';
+import { startRedis, type RedisServer } from '../../helpers/redis.js';
+import { grant, openStore, refusal, sleep, uniquePrefix, type TestStore } from './helpers.js';
+
+// The Lua scripts and the shared limiters against a real Redis server. Two stores on one prefix stand
+// for two replicas: they share nothing but Redis.
+
+let redis: RedisServer;
+let admin: Redis;
+const open: TestStore[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url);
+}, 300_000);
+
+afterAll(async () => {
+  admin?.disconnect();
+  await redis?.close();
+});
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((t) => t.store.close()));
+});
+
+async function replicas(
+  count: number,
+  options: { leaseMs?: number; prefix?: string } = {},
+): Promise<TestStore[]> {
+  const prefix = options.prefix ?? uniquePrefix();
+  const stores: TestStore[] = [];
+  for (let i = 0; i < count; i++)
+    stores.push(await openStore(redis.url, { prefix, leaseMs: options.leaseMs }));
+  open.push(...stores);
+  return stores;
+}
+
+const target = { scope: 'target' as const, subject: 'llama' };
+
+describe('shared token bucket', () => {
+  it('gives exactly burst_size grants across replicas, however the calls interleave', async () => {
+    const [a, b] = await replicas(2);
+    const params = { requests_per_second: 0.001, burst_size: 5 };
+    const limiters = [a!, b!].map((t) => t.store.tokenBucket('target:llama:rate', params, target));
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => limiters[i % 2]!.acquire()));
+    expect(answers.filter((answer) => answer.ok)).toHaveLength(5);
+    const refused = refusal(answers.find((answer) => !answer.ok)!);
+    expect([refused.status, refused.code, refused.scope, refused.subject]).toEqual([
+      429,
+      'rate_limit',
+      'target',
+      'llama',
+    ]);
+  });
+
+  it('refills by server time up to the capacity, never beyond', async () => {
+    const [a] = await replicas(1);
+    const limiter = a!.store.tokenBucket(
+      'target:llama:rate',
+      { requests_per_second: 20, burst_size: 2 },
+      target,
+    );
+    grant(await limiter.acquire());
+    grant(await limiter.acquire());
+    refusal(await limiter.acquire());
+    // 300 ms at 20/s refills 6 tokens' worth; the capacity keeps 2.
+    await sleep(300);
+    grant(await limiter.acquire());
+    grant(await limiter.acquire());
+    refusal(await limiter.acquire());
+  });
+
+  it('refills at requests_per_second', async () => {
+    const [a] = await replicas(1);
+    const limiter = a!.store.tokenBucket(
+      'target:llama:rate',
+      { requests_per_second: 100, burst_size: 1000 },
+      target,
+    );
+    // Empty the bucket, then let it refill for 300 ms: about 30 tokens.
+    while ((await limiter.acquire()).ok);
+    await sleep(300);
+    let granted = 0;
+    while ((await limiter.acquire()).ok) granted++;
+    // Generous bounds: timers may fire late, never early.
+    expect(granted).toBeGreaterThanOrEqual(28);
+    expect(granted).toBeLessThan(60);
+  });
+
+  it('keeps the level when a reload changes the parameters (no fresh burst)', async () => {
+    const [a] = await replicas(1);
+    const first = a!.store.tokenBucket(
+      'key:alice:rate',
+      { requests_per_second: 0.001, burst_size: 3 },
+      target,
+    );
+    for (let i = 0; i < 3; i++) grant(await first.acquire());
+    const reloaded = a!.store.tokenBucket(
+      'key:alice:rate',
+      { requests_per_second: 0.001, burst_size: 10 },
+      target,
+    );
+    refusal(await reloaded.acquire());
+  });
+
+  it('lets an idle bucket expire from Redis (a missing key reads as full)', async () => {
+    const [a] = await replicas(1);
+    const limiter = a!.store.tokenBucket('target:x:rate', { requests_per_second: 10, burst_size: 5 }, target);
+    grant(await limiter.acquire());
+    const ttl = await admin.pttl(a!.store.keyOf('target:x:rate'));
+    // Full again after 0.5 s, plus a second of margin.
+    expect(ttl).toBeGreaterThan(1000);
+    expect(ttl).toBeLessThanOrEqual(1500);
+  });
+});
+
+describe('shared counting slots', () => {
+  it('share one concurrency count across replicas and give permits back on release', async () => {
+    const [a, b] = await replicas(2);
+    const params = { max_concurrent_requests: 2 };
+    const onA = a!.store.concurrency('target:llama:concurrency', params, target);
+    const onB = b!.store.concurrency('target:llama:concurrency', params, target);
+    const first = grant(await onA.acquire());
+    grant(await onB.acquire());
+    const refused = refusal(await onA.acquire());
+    expect([refused.code, refused.limit]).toEqual(['concurrency_limit_exceeded', 2]);
+    refusal(await onB.acquire());
+    first.release();
+    await admin.ping(); // the release is fire-and-forget; one round trip later it has landed
+    grant(await onB.acquire());
+  });
+
+  it('releases idempotently: a second release never frees another request slot', async () => {
+    const [a] = await replicas(1);
+    const limiter = a!.store.concurrency('target:llama:concurrency', { max_concurrent_requests: 2 }, target);
+    const first = grant(await limiter.acquire());
+    const second = grant(await limiter.acquire());
+    first.release();
+    first.release();
+    first.release();
+    await admin.ping();
+    expect(await admin.zcard(a!.store.keyOf('target:llama:concurrency'))).toBe(1);
+    grant(await limiter.acquire());
+    refusal(await limiter.acquire());
+    second.release();
+    expect(a!.store.heldLeases).toBe(1);
+  });
+
+  it('counts account in-flight per account and alias, with overrides, across replicas', async () => {
+    const [a, b] = await replicas(2);
+    const params = { inflight_limit: 1, account_inflight_limits: { big: 2 } };
+    const onA = a!.store.accountInflight('account:llama', 'llama', params);
+    const onB = b!.store.accountInflight('account:llama', 'llama', params);
+    const otherAlias = b!.store.accountInflight('account:qwen', 'qwen', params);
+    grant(await onA.acquire('acme'));
+    const refused = refusal(await onB.acquire('acme'));
+    expect([refused.status, refused.code, refused.account, refused.alias, refused.retryAfterSeconds]).toEqual(
+      [429, 'inflight_limit_exceeded', 'acme', 'llama', 1],
+    );
+    grant(await onB.acquire('other')); // another account has its own count
+    grant(await otherAlias.acquire('acme')); // and another alias too
+    grant(await onA.acquire('big'));
+    grant(await onB.acquire('big'));
+    refusal(await onA.acquire('big'));
+    // Requests without an account, and the alias total, stay in this process.
+    for (let i = 0; i < 5; i++) grant(await onA.acquire(undefined));
+    expect(onA.inFlight()).toBe(7);
+    expect(await admin.zcard(accountKey(a!.store.keyOf('account:llama'), 'acme'))).toBe(1);
+  });
+
+  it('keeps accounts whose names look like separators apart', async () => {
+    const [a] = await replicas(1);
+    const limiter = a!.store.accountInflight('account:llama', 'llama', { inflight_limit: 1 });
+    grant(await limiter.acquire('a@b'));
+    grant(await limiter.acquire('a'));
+    grant(await limiter.acquire('a%40b'));
+    refusal(await limiter.acquire('a@b'));
+  });
+
+  it('caps batch in flight per alias with 529 batch_capacity_exceeded', async () => {
+    const [a, b] = await replicas(2);
+    const params = { batch_inflight_limit: 2, enforce: true };
+    const onA = a!.store.batch('batch:llama', 'llama', params);
+    const onB = b!.store.batch('batch:llama', 'llama', params);
+    grant(await onA.acquire());
+    grant(await onB.acquire());
+    const refused = refusal(await onA.acquire());
+    expect([refused.status, refused.code, refused.type, refused.retryAfterSeconds]).toEqual([
+      529,
+      'batch_capacity_exceeded',
+      'overloaded_error',
+      1,
+    ]);
+  });
+
+  it('keeps counting held slots when a reload changes the limit', async () => {
+    const [a] = await replicas(1);
+    const old = a!.store.concurrency('key:alice:concurrency', { max_concurrent_requests: 3 }, target);
+    const held: Grant[] = [];
+    for (let i = 0; i < 3; i++) held.push(grant(await old.acquire()));
+    const lowered = a!.store.concurrency('key:alice:concurrency', { max_concurrent_requests: 2 }, target);
+    refusal(await lowered.acquire());
+    held.pop()!.release();
+    held.pop()!.release();
+    grant(await lowered.acquire());
+    refusal(await lowered.acquire());
+  });
+});
+
+describe('leases', () => {
+  it('a replica that stops renewing (crashed) loses its slots after the lease', async () => {
+    const [a, b] = await replicas(2, { leaseMs: 400 });
+    const params = { max_concurrent_requests: 1 };
+    grant(await a!.store.concurrency('target:llama:concurrency', params, target).acquire());
+    // No release, no renewal: as if the process died holding the slot.
+    await a!.store.close();
+    const onB = b!.store.concurrency('target:llama:concurrency', params, target);
+    refusal(await onB.acquire());
+    await sleep(550);
+    grant(await onB.acquire());
+  });
+
+  it('a live replica renews its slots, so a long request keeps its slot past the lease', async () => {
+    const [a, b] = await replicas(2, { leaseMs: 300 });
+    const params = { inflight_limit: 1 };
+    const held = grant(await a!.store.accountInflight('account:llama', 'llama', params).acquire('acme'));
+    const onB = b!.store.accountInflight('account:llama', 'llama', params);
+    await sleep(1000);
+    refusal(await onB.acquire('acme'));
+    held.release();
+    await admin.ping();
+    grant(await onB.acquire('acme'));
+  });
+
+  it('renewal puts held slots back after Redis lost them (restart without persistence)', async () => {
+    const [a] = await replicas(1, { leaseMs: 300 });
+    const limiter = a!.store.concurrency('target:llama:concurrency', { max_concurrent_requests: 1 }, target);
+    grant(await limiter.acquire());
+    const key = a!.store.keyOf('target:llama:concurrency');
+    await admin.del(key);
+    await sleep(250);
+    expect(await admin.zcard(key)).toBe(1);
+    refusal(await limiter.acquire());
+  });
+});
