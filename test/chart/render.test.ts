@@ -496,16 +496,24 @@ describe('simulator sidecar', () => {
 describe('network policy', () => {
   it('admits clients on the proxy port and only the monitoring namespace on the admin port', () => {
     const policy = findObject(objectsOf('production'), 'NetworkPolicy');
+    const testPod = {
+      podSelector: {
+        matchLabels: { 'app.kubernetes.io/instance': 'gateway', 'app.kubernetes.io/component': 'test' },
+      },
+    };
     expect(policy?.spec).toMatchObject({
       policyTypes: ['Ingress', 'Egress'],
       ingress: [
         {
           ports: [{ port: 'http', protocol: 'TCP' }],
-          from: [{ namespaceSelector: { matchLabels: { 'gateway-client': 'true' } } }],
+          from: [{ namespaceSelector: { matchLabels: { 'gateway-client': 'true' } } }, testPod],
         },
         {
           ports: [{ port: 'admin', protocol: 'TCP' }],
-          from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+          from: [
+            { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+            testPod,
+          ],
         },
       ],
     });
@@ -513,6 +521,30 @@ describe('network policy', () => {
     expect(egress[0]!.ports?.map((p) => p.port)).toEqual([53, 53]);
     expect(egress).toHaveLength(2);
     expect(findObject(objectsOf('default'), 'NetworkPolicy')).toBeUndefined();
+  });
+
+  it('lets the helm test pod through, and only when there is one', () => {
+    const objects = objectsOf('production');
+    const policy = findObject(objects, 'NetworkPolicy')!;
+    const pod = findObject(objects, 'Pod')!;
+    const peers = (
+      policy.spec as { ingress: { from: { podSelector?: { matchLabels: Record<string, string> } }[] }[] }
+    ).ingress
+      .flatMap((rule) => rule.from)
+      .filter((peer) => peer.podSelector);
+    expect(peers).toHaveLength(2);
+    for (const peer of peers) {
+      for (const [k, v] of Object.entries(peer.podSelector!.matchLabels))
+        expect(pod.metadata.labels?.[k]).toBe(v);
+    }
+    const withoutTests = render({
+      valuesFiles: [cases.find((c) => c.name === 'production')!.file],
+      setJson: { tests: { enabled: false } },
+    });
+    const strict = findObject(withoutTests, 'NetworkPolicy')!;
+    expect(JSON.stringify(strict.spec)).not.toContain(
+      'podSelector":{"matchLabels":{"app.kubernetes.io/instance',
+    );
   });
 });
 
