@@ -542,9 +542,10 @@ describe('network policy', () => {
       setJson: { tests: { enabled: false } },
     });
     const strict = findObject(withoutTests, 'NetworkPolicy')!;
-    expect(JSON.stringify(strict.spec)).not.toContain(
-      'podSelector":{"matchLabels":{"app.kubernetes.io/instance',
+    const strictPeers = (strict.spec as { ingress: { from: Record<string, unknown>[] }[] }).ingress.flatMap(
+      (r) => r.from,
     );
+    expect(strictPeers.filter((peer) => 'podSelector' in peer)).toEqual([]);
   });
 });
 
