@@ -1,0 +1,343 @@
+/*
+ * The shape of the reliability suites' results and their rendering into docs/reliability.md. Pure
+ * functions, no imports: the suites use them to check the committed document, and
+ * `render-report.ts` (run by node directly) uses them to write it.
+ *
+ * Two kinds of sections: compared sections (between `<!-- begin:NAME -->` and `<!-- end:NAME -->`)
+ * hold only deterministic observations, and a suite fails when the committed document's section
+ * differs from what it observed; the figures section holds counts and timings of the latest run and
+ * is never compared.
+ */
+
+/** One cell set of the fault matrix: what one fault mode did in one setup. */
+export interface MatrixRow {
+  mode: string;
+  scenario: string;
+  /** HTTP status the client got, or `none`. */
+  status: string;
+  /** The events the client received, summarized (e.g. `role, content x2, error 502 (standard)`). */
+  sees: string;
+  /** How the response ended for the client. */
+  end: string;
+  /** `forwarded` when the client got the provider's own `[DONE]`, `none` otherwise. */
+  done: string;
+  /** `no`, or which provider served after the failover. */
+  failover: string;
+  /** `gateway_upstream_attempts_total` increments, `provider: outcome` in order. */
+  attempts: string;
+  /** `gateway_upstream_errors_total` increments by reason, or `-`. */
+  upstreamErrors: string;
+  /** Every limit slot free again afterwards (in-flight gauge 0, upstream slot free, next request admitted). */
+  slots: string;
+}
+
+export interface Scenario {
+  id: string;
+  description: string;
+}
+
+export interface FaultMatrixResults {
+  scenarios: Scenario[];
+  rows: MatrixRow[];
+  figures: { faultRequests: number; rounds: number; durationSeconds: number };
+}
+
+/** One upstream failure in one setup. */
+export interface UpstreamFailureRow {
+  failure: string;
+  setup: string;
+  status: string;
+  /** Error code of the body, or what the client saw. */
+  client: string;
+  failover: string;
+  attempts: string;
+  upstreamErrors: string;
+  slots: string;
+}
+
+export interface UpstreamFailureResults {
+  rows: UpstreamFailureRow[];
+  figures: { failuresInjected: number; slowestBoundedMs: number; dnsFailureMs: number };
+}
+
+export interface LoadLifecycleResults {
+  reload: {
+    durationSeconds: number;
+    concurrency: number;
+    requests: number;
+    completed: number;
+    lost: number;
+    reloadsWritten: number;
+    reloadsApplied: number;
+    generationsServed: number;
+  };
+  drain: {
+    streamsAtSignal: number;
+    acceptedDuringDelay: number;
+    accepted: number;
+    completed: number;
+    cut: number;
+    refusedAfterClose: number;
+    exitCode: number | null;
+  };
+  disconnects: { streams: number; inflightAfter: number; upstreamRunningAfter: number; readmitted: number };
+  memory: {
+    requestsPerRound: number;
+    rounds: number;
+    baselineMiB: number;
+    peakMiB: number;
+    afterMiB: number;
+    marginMiB: number;
+  };
+}
+
+export interface HostileInputResults {
+  /** Inputs tried, by category. */
+  categories: Record<string, number>;
+  inputs: number;
+  crashes: number;
+  hangs: number;
+  serverErrors: number;
+  unexpectedUpstreamRequests: number;
+}
+
+export interface AuthSecurityResults {
+  tokensTried: number;
+  logLinesScanned: number;
+  metricSeriesScanned: number;
+  responsesScanned: number;
+  leaks: number;
+}
+
+export interface FuzzResults {
+  /** fast-check runs per property. */
+  runs: Record<string, number>;
+}
+
+export interface ResultsBundle {
+  soak: boolean;
+  faultMatrix?: FaultMatrixResults;
+  upstreamFailures?: UpstreamFailureResults;
+  loadLifecycle?: LoadLifecycleResults;
+  hostileInput?: HostileInputResults;
+  authSecurity?: AuthSecurityResults;
+  fuzz?: FuzzResults;
+}
+
+const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+function table(header: string[], rows: string[][]): string {
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.map(cell).join(' | ')} |`),
+  ].join('\n');
+}
+
+export function begin(name: string): string {
+  return `<!-- begin:${name} -->`;
+}
+
+export function end(name: string): string {
+  return `<!-- end:${name} -->`;
+}
+
+/** The compared fault-matrix section (without its markers). */
+export function renderFaultMatrix(results: Pick<FaultMatrixResults, 'scenarios' | 'rows'>): string {
+  const scenarios = results.scenarios.map((s) => `- **${s.id}**: ${s.description}`).join('\n');
+  const rows = results.rows.map((r) => [
+    `\`${r.mode}\``,
+    r.scenario,
+    r.status,
+    r.sees,
+    r.end,
+    r.done,
+    r.failover,
+    r.attempts,
+    r.upstreamErrors,
+    r.slots,
+  ]);
+  return [
+    scenarios,
+    '',
+    table(
+      [
+        'fault',
+        'setup',
+        'status',
+        'client received',
+        'end',
+        '`[DONE]`',
+        'failover',
+        'attempts (metric)',
+        'upstream errors (metric)',
+        'slots released',
+      ],
+      rows,
+    ),
+  ].join('\n');
+}
+
+/** The compared upstream-failures section (without its markers). */
+export function renderUpstreamFailures(rows: UpstreamFailureRow[]): string {
+  return table(
+    [
+      'upstream',
+      'setup',
+      'status',
+      'client received',
+      'failover',
+      'attempts (metric)',
+      'upstream errors (metric)',
+      'slots released',
+    ],
+    rows.map((r) => [
+      r.failure,
+      r.setup,
+      r.status,
+      r.client,
+      r.failover,
+      r.attempts,
+      r.upstreamErrors,
+      r.slots,
+    ]),
+  );
+}
+
+/** The text between a section's markers in a document, or undefined when the markers are missing. */
+export function extractSection(document: string, name: string): string | undefined {
+  const from = document.indexOf(begin(name));
+  const to = document.indexOf(end(name));
+  if (from < 0 || to < from) return undefined;
+  return document.slice(from + begin(name).length, to).trim();
+}
+
+const number = (n: number): string => n.toLocaleString('en-US');
+const mib = (n: number): string => `${n.toFixed(1)} MiB`;
+
+function figures(bundle: ResultsBundle): string {
+  const rows: string[][] = [];
+  const missing: string[] = [];
+  const lost: number[] = [];
+  const f = bundle.faultMatrix;
+  if (f) {
+    rows.push([
+      'faults injected (fault matrix)',
+      `${number(f.figures.faultRequests)} requests (${f.rows.length} cells x ${f.figures.rounds} round(s)), ${f.figures.durationSeconds.toFixed(0)} s`,
+    ]);
+  } else missing.push('fault-matrix');
+  const u = bundle.upstreamFailures;
+  if (u) {
+    rows.push(['upstream failures injected', `${number(u.figures.failuresInjected)} requests`]);
+    rows.push(['DNS failure (`.invalid`) answered in', `${u.figures.dnsFailureMs.toFixed(0)} ms`]);
+  } else missing.push('upstream-failures');
+  const l = bundle.loadLifecycle;
+  if (l) {
+    const r = l.reload;
+    rows.push([
+      'requests under load (hot reloads running)',
+      `${number(r.requests)} sent, ${number(r.completed)} completed, ${number(r.lost)} lost (${r.concurrency} clients, ${r.durationSeconds} s)`,
+    ]);
+    rows.push([
+      'reloads survived',
+      `${number(r.reloadsApplied)} applied of ${number(r.reloadsWritten)} written; ${r.generationsServed} configurations served`,
+    ]);
+    const d = l.drain;
+    rows.push([
+      'SIGTERM drain',
+      `${number(d.accepted)} accepted (${d.streamsAtSignal} streams open at the signal, ${d.acceptedDuringDelay} sent during the delay), ${number(d.completed)} completed, ${d.cut} cut; ${d.refusedAfterClose} refused after admission closed; exit code ${d.exitCode}`,
+    ]);
+    rows.push([
+      'clients gone mid-stream',
+      `${d.cut === 0 ? '' : ''}${l.disconnects.streams} streams dropped; in-flight gauge ${l.disconnects.inflightAfter}, upstream running ${l.disconnects.upstreamRunningAfter} afterwards; ${l.disconnects.readmitted} readmitted at the limit`,
+    ]);
+    const m = l.memory;
+    rows.push([
+      'gateway RSS',
+      `baseline ${mib(m.baselineMiB)}, peak ${mib(m.peakMiB)}, after ${mib(m.afterMiB)} (${m.rounds} round(s) of ${number(m.requestsPerRound)} requests; margin ${m.marginMiB} MiB)`,
+    ]);
+    lost.push(r.lost, d.cut, d.accepted - d.completed);
+  } else missing.push('load-lifecycle');
+  const h = bundle.hostileInput;
+  if (h) {
+    const categories = Object.entries(h.categories)
+      .map(([name, count]) => `${name} ${count}`)
+      .join(', ');
+    rows.push(['hostile inputs tried', `${number(h.inputs)} (${categories})`]);
+    rows.push([
+      'crashes, hangs, 5xx, unexpected upstream requests',
+      `${h.crashes}, ${h.hangs}, ${h.serverErrors}, ${h.unexpectedUpstreamRequests}`,
+    ]);
+  } else missing.push('hostile-input');
+  const a = bundle.authSecurity;
+  if (a) {
+    rows.push([
+      'auth',
+      `${number(a.tokensTried)} tokens tried; ${number(a.logLinesScanned)} log lines, ${number(a.metricSeriesScanned)} metric series and ${number(a.responsesScanned)} responses scanned; ${a.leaks} leaks`,
+    ]);
+  } else missing.push('auth-security');
+  const z = bundle.fuzz;
+  if (z) {
+    const runs = Object.entries(z.runs)
+      .map(([name, count]) => `${name} ${number(count)}`)
+      .join(', ');
+    rows.push(['property-based runs (fast-check)', runs]);
+  } else missing.push('fuzz');
+  const lines = [
+    `Run: ${bundle.soak ? '`make soak` (SOAK=1, longer variants)' : '`make test` (bounded variants)'}.`,
+    '',
+    table(['figure', 'value'], rows),
+    '',
+    `Lost requests across the load, drain and disconnect runs: **${lost.reduce((a, b) => a + b, 0)}**.`,
+  ];
+  if (missing.length > 0) lines.push('', `Suites without results in this run: ${missing.join(', ')}.`);
+  return lines.join('\n');
+}
+
+/** The whole document. */
+export function renderReport(bundle: ResultsBundle): string {
+  const parts = [
+    '# Reliability',
+    '',
+    '<!-- Generated by `node test/reliability/render-report.ts` from the results of the suites in',
+    'test/reliability/ (written to test/.tmp/reliability/). Do not edit by hand. -->',
+    '',
+    'What the gateway does under faults, load and hostile input, as observed by the suites in',
+    '`test/reliability/` (`make test` runs the bounded variants, `make soak` the longer ones). The',
+    'tables are checked: a suite fails when its table here differs from what it observed. Regenerate',
+    'after a run with `node test/reliability/render-report.ts`.',
+    '',
+    '## Fault matrix',
+    '',
+    "Each of the simulator's eleven fault modes (`x-sim-fault`, two content frames then the fault,",
+    'five milliseconds apart; none before the fault in the last setup), sent through the gateway in',
+    'each setup. Every setup has a keyed target with `concurrency_limit` 1 and `inflight_limit` 1 (pool',
+    'providers: `concurrency_limit` 1 on the first); "slots released" means the in-flight gauge is back',
+    'at 0, the simulator has nothing running (the upstream request was aborted or finished) and the',
+    'next request with the same key is admitted. The client gives up on a stalled stream after 2.5 s.',
+    '"Client received" lists the complete SSE events in order (runs as `xN`) and any torn frame;',
+    '"standard" errors are the gateway\'s standard error object, "provider\'s" the upstream\'s own.',
+    '',
+    begin('fault-matrix'),
+  ];
+  const f = bundle.faultMatrix;
+  parts.push(f ? renderFaultMatrix(f) : '_No results: run the fault-matrix suite._');
+  parts.push(end('fault-matrix'), '');
+  parts.push(
+    '## Upstream failures',
+    '',
+    'An upstream that accepts and never answers, answers headers then stalls, resets, refuses, is',
+    "saturated (the simulator's bounded queue: 529 `queue_saturated`), has its engine stopped (503",
+    '`engine_unavailable`), or whose name does not resolve (`upstream.invalid`). "Single" is a lone',
+    'provider; "pool" is a priority pool whose first provider fails, with `fallback.on_status`',
+    '`[503, 529]`, `first_token_timeout_ms` 1000 and a healthy second provider; streamed requests',
+    'unless the row says otherwise. The client gives up after 2.5 s.',
+    '',
+    begin('upstream-failures'),
+  );
+  const u = bundle.upstreamFailures;
+  parts.push(u ? renderUpstreamFailures(u.rows) : '_No results: run the upstream-failures suite._');
+  parts.push(end('upstream-failures'), '');
+  parts.push('## Figures of the latest run', '', figures(bundle), '');
+  return parts.join('\n');
+}
