@@ -1,5 +1,5 @@
-import type { OutgoingHttpHeaders } from 'node:http';
-import { pipeline, type Readable } from 'node:stream';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders } from '../http/headers.js';
@@ -37,10 +37,27 @@ function headersFor(attempt: Attempt, upstream: UpstreamHeaders, transformed: bo
 }
 
 /**
+ * Ends a response with a body error (no terminating chunk: the client sees a broken transfer, never a
+ * clean end), but only after everything already written has reached the socket. Destroying at once
+ * would drop the frames and even the headers still corked in this tick.
+ */
+export function cutResponse(res: ServerResponse): void {
+  if (res.destroyed) return;
+  const socket = res.socket;
+  if (!res.headersSent || !socket) {
+    res.destroy();
+    return;
+  }
+  res.flushHeaders();
+  // Socket writes complete in order: this callback runs once the earlier bytes are flushed.
+  socket.write('', () => res.destroy());
+}
+
+/**
  * Streams the provider's response to the client unchanged after the bytes already read while
- * inspecting it, with backpressure both ways. If the provider's body breaks, the client's response is
- * destroyed rather than ended, so a cut stream reaches the client as a transport error and never as
- * a clean end. If the client goes away, pipeline destroys the upstream body, aborting the request.
+ * inspecting it, with backpressure both ways (pipe pauses the provider when the client is slow). If
+ * the provider's body breaks, the client's response is cut (a transport error, never a clean end);
+ * if the client goes away, the provider's body is dropped, which aborts the upstream request.
  */
 export function passThrough(
   ctx: RequestContext,
@@ -50,18 +67,24 @@ export function passThrough(
   deps: CommitDeps,
 ): void {
   const { res } = ctx;
+  const body = response.body;
   res.writeHead(response.statusCode, headersFor(attempt, response.headers, false));
   for (const chunk of prefix) res.write(chunk);
-  // Which side failed first decides: a body error while the client is still connected is the
-  // provider's fault; after the client closed, it is only pipeline tearing the upstream down.
-  let upstreamFailed = false;
-  response.body.once('error', () => {
-    if (!ctx.isClosed) upstreamFailed = true;
-  });
-  pipeline(response.body, res, (error) => {
-    if (!error || !upstreamFailed) return;
+  if (body.errored) {
+    upstreamBodyFailed(ctx, attempt, body.errored, deps);
+    cutResponse(res);
+    return;
+  }
+  body.on('error', (error: Error) => {
+    if (ctx.isClosed) return;
     upstreamBodyFailed(ctx, attempt, error, deps);
+    body.unpipe(res);
+    cutResponse(res);
   });
+  res.once('close', () => {
+    if (!body.readableEnded) discard(body);
+  });
+  body.pipe(res);
 }
 
 function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: CommitDeps): void {
@@ -164,7 +187,7 @@ export function pumpTransformed(
     body.off('end', onEnd);
     discard(body);
     if (how === 'end') res.end();
-    else res.destroy();
+    else cutResponse(res);
     onFinished();
   };
   const apply = (step: SseStep | ReturnType<SseSanitizeTransform['end']>): void => {

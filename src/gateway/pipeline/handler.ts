@@ -152,7 +152,7 @@ function reject(ctx: RequestContext, error: GatewayError, deps: HandlerDeps): vo
   deps.logger.info(
     {
       status: error.status,
-      code: error.code,
+      code: error.label ?? error.code,
       param: error.param,
       model: ctx.model,
       account: ctx.identity?.account ?? null,

@@ -42,22 +42,21 @@ function parseStrictBody(ctx: RequestContext, endpoint: StrictEndpoint): Gateway
  * JSON body's `model`. The body is parsed here only when the header does not decide.
  */
 export function resolveAlias(ctx: RequestContext): GatewayError | undefined {
-  if (ctx.strictEndpoint !== undefined) {
-    // Strict mode validates every body, whichever way the alias is named.
-    const invalid = parseJsonBody(ctx);
-    if (invalid) return invalid;
-  }
   const override = ctx.req.headers['model-override'];
-  let alias: string | undefined;
   if (typeof override === 'string' && override.length > 0) {
-    alias = override;
-  } else {
-    const invalid = parseJsonBody(ctx);
-    if (invalid) return invalid;
-    const model = ctx.json?.model;
-    if (typeof model === 'string' && model.length > 0) alias = model;
+    const unknown = selectRoute(ctx, override);
+    if (unknown) return unknown;
+    // Strict mode validates every body, whichever way the alias is named.
+    return ctx.strictEndpoint === undefined ? undefined : parseJsonBody(ctx);
   }
-  if (alias === undefined) return gatewayErrors.missingModel();
+  const invalid = parseJsonBody(ctx);
+  if (invalid) return invalid;
+  const model = ctx.json?.model;
+  if (typeof model !== 'string' || model.length === 0) return gatewayErrors.missingModel();
+  return selectRoute(ctx, model);
+}
+
+function selectRoute(ctx: RequestContext, alias: string): GatewayError | undefined {
   const route = ctx.table.routes.get(alias);
   if (!route) return gatewayErrors.modelNotFound(alias);
   ctx.route = route;

@@ -16,6 +16,7 @@ import type { Attempt } from './attempt.js';
 import {
   answerError,
   answerJson,
+  cutResponse,
   logAndDropErrorBody,
   passThrough,
   pumpTransformed,
@@ -63,6 +64,13 @@ function embeddedErrorOf(value: unknown): unknown {
 function abandonsFor(ctx: RequestContext, attempt: Attempt, status: number, canRetry: boolean): boolean {
   attempt.probe?.status(status);
   return canRetry && ctx.route!.fallback?.onStatus(status) === true;
+}
+
+function logOverflow(ctx: RequestContext, attempt: Attempt, deps: ServeDeps): void {
+  deps.logger.warn(
+    { model: ctx.model, provider: attempt.provider.name, limit: deps.sseBufferLimit },
+    'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
+  );
 }
 
 function parseJsonSafe(text: string): unknown {
@@ -249,13 +257,10 @@ async function serveRawStream(
   if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
   attempt.cancelDeadline();
   if (overflow) {
-    deps.logger.warn(
-      { model: ctx.model, provider: attempt.provider.name, limit: deps.sseBufferLimit },
-      'unfinished SSE event exceeded --sse-buffer-limit before the first frame; stream cut',
-    );
+    logOverflow(ctx, attempt, deps);
     discard(response.body);
     ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
-    ctx.res.destroy();
+    cutResponse(ctx.res);
     return { kind: 'committed' };
   }
   if (firstData !== undefined) {
@@ -299,19 +304,22 @@ async function serveTransformedStream(
   const stop = await readUntil(response.body, (chunk) => {
     const step = transform.push(chunk);
     held += step.output;
-    if (step.firstDataFrame) {
-      if (mode.kind === 'strict') attempt.probe?.firstToken(attempt.elapsedMs());
-      committedBy = 'first';
-      return true;
-    }
-    if (step.state === 'error_event' && step.error) {
+    if (step.firstDataFrame && mode.kind === 'strict') attempt.probe?.firstToken(attempt.elapsedMs());
+    // Only an error before any data frame is "an error inside a 200" that may fail over; after
+    // data it is a mid-stream error of the serving attempt.
+    if (step.state === 'error_event' && step.error && !step.firstDataFrame) {
       embedded =
         step.error.reason === 'embedded_error' && step.error.upstreamError !== undefined
           ? embeddedStatus(step.error.upstreamError)
           : step.error.status;
     }
+    // A terminal state wins over a first frame seen in the same read: the stream is over.
     if (step.state !== 'open') {
       committedBy = 'terminal';
+      return true;
+    }
+    if (step.firstDataFrame) {
+      committedBy = 'first';
       return true;
     }
     return false;
@@ -330,16 +338,23 @@ async function serveTransformedStream(
     // The upstream finished before (or right at) the first frame: apply the end rules.
     const end = transform.end();
     if (end.output.length > 0) ctx.res.write(end.output);
-    if (end.state === 'incomplete' || end.state === 'overflow') ctx.res.destroy();
-    else ctx.res.end();
+    if (end.state === 'incomplete' || end.state === 'overflow') {
+      if (end.state === 'overflow') logOverflow(ctx, attempt, deps);
+      cutResponse(ctx.res);
+    } else {
+      ctx.res.end();
+    }
     onFinished();
     return { kind: 'committed' };
   }
   if (committedBy === 'terminal') {
-    const state = transform.state;
     discard(response.body);
-    if (state === 'overflow') ctx.res.destroy();
-    else ctx.res.end();
+    if (transform.state === 'overflow') {
+      logOverflow(ctx, attempt, deps);
+      cutResponse(ctx.res);
+    } else {
+      ctx.res.end();
+    }
     onFinished();
     return { kind: 'committed' };
   }

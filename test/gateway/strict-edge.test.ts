@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
+
+/**
+ * Strict streams at the edges of the commit point: terminal states arriving in the same read as
+ * the first frame, output written just before a cut, and rejection labels under model-override.
+ */
+
+let up: RecordingUpstream;
+let gateway: StartedGateway;
+let limited: StartedGateway;
+
+beforeAll(async () => {
+  up = await startUpstream();
+  const config = { strict_mode: true, targets: { u: { url: up.url } } };
+  [gateway, limited] = await Promise.all([
+    startGateway(config),
+    startGateway(config, { args: ['--sse-buffer-limit', '64'] }),
+  ]);
+});
+afterAll(async () => {
+  await Promise.all([gateway?.stop(), limited?.stop()]);
+  await up?.close();
+});
+beforeEach(() => {
+  up.requests.length = 0;
+});
+
+const chat = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }] });
+
+const chunk = (content: string) =>
+  `data: ${JSON.stringify({
+    id: 'c',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'up',
+    choices: [{ index: 0, delta: { content }, finish_reason: null }],
+  })}\n\n`;
+
+interface Read {
+  status: number;
+  text: string;
+  failed: boolean;
+  ms: number;
+}
+
+async function read(target: StartedGateway, timeoutMs = 5_000): Promise<Read> {
+  const started = performance.now();
+  let status = 0;
+  let text = '';
+  let failed = false;
+  try {
+    const response = await fetch(`${target.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...chat('u'), stream: true }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    status = response.status;
+    const reader = response.body!.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += Buffer.from(value).toString('utf8');
+    }
+  } catch {
+    failed = true;
+  }
+  return { status, text, failed, ms: performance.now() - started };
+}
+
+function contentOf(text: string): string {
+  const complete = text.slice(0, text.lastIndexOf('\n\n') + 2);
+  return complete
+    .split('\n\n')
+    .filter((b) => b.startsWith('data: {'))
+    .map((b) => (JSON.parse(b.slice(6)) as { choices?: { delta?: { content?: string } }[] }).choices)
+    .map((choices) => choices?.[0]?.delta?.content ?? '')
+    .join('');
+}
+
+describe('a terminal state reached in the chunk that holds the first frame ends the stream', () => {
+  it('A1: overflow in that chunk, then the provider connection drops: a body error, logged as overflow', async () => {
+    up.respondWith(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk('a') + chunk('x'.repeat(300)).slice(0, 200));
+      await new Promise((r) => setTimeout(r, 50));
+      res.socket?.destroy();
+    });
+    const result = await read(limited);
+
+    expect(result.failed).toBe(true);
+    expect(result.text).not.toContain('"error"');
+    expect(
+      limited.program.logs.some((l) => typeof l.msg === 'string' && l.msg.includes('--sse-buffer-limit')),
+    ).toBe(true);
+  });
+
+  it('A4: an overflow before any frame is logged like one after it', async () => {
+    up.respondWith(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk('y'.repeat(300)).slice(0, 150));
+      await new Promise((r) => setTimeout(r, 50));
+      res.end(chunk('y'.repeat(300)).slice(150));
+    });
+    const before = limited.program.logs.length;
+    const result = await read(limited);
+    expect(result.failed).toBe(true);
+    await new Promise((r) => setTimeout(r, 200));
+
+    expect(
+      limited.program.logs
+        .slice(before)
+        .some((l) => typeof l.msg === 'string' && l.msg.includes('--sse-buffer-limit')),
+    ).toBe(true);
+  });
+
+  it('A2: [DONE] in that chunk ends the client response at once, not when the provider closes', async () => {
+    up.respondWith(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk('a') + 'data: [DONE]\n\n');
+      await new Promise((r) => setTimeout(r, 2_000));
+      res.end();
+    });
+    const result = await read(gateway);
+    expect(result.text.endsWith('data: [DONE]\n\n')).toBe(true);
+
+    expect(result.ms).toBeLessThan(1_000);
+  });
+
+  it('A3: an error event in that chunk ends the client response at once', async () => {
+    up.respondWith(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(chunk('a') + `data: ${JSON.stringify({ error: { message: 'x', code: 500 } })}\n\n`);
+      await new Promise((r) => setTimeout(r, 2_000));
+      res.end();
+    });
+    const result = await read(gateway);
+    expect(result.text).toContain('"error"');
+    expect(result.ms).toBeLessThan(1_000);
+  });
+});
+
+describe('output written just before a cut reaches the client', () => {
+  const whole =
+    (body: string): UpstreamHandler =>
+    (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(body);
+    };
+
+  it('B1: a complete first frame then an end inside an event, in one piece: the frame, then a body error', async () => {
+    up.respondWith(whole(chunk('a') + 'data: {"id":'));
+    const result = await read(gateway);
+    expect(result.failed).toBe(true);
+
+    expect(result.status).toBe(200);
+    expect(contentOf(result.text)).toBe('a');
+  });
+});
+
+describe('body-error rejections keep the alias named by model-override', () => {
+  it('invalid JSON with `model-override: u` is counted under model="u"', async () => {
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'model-override': 'u' },
+      body: '{"model":',
+    });
+    expect(response.status).toBe(400);
+    const metrics = await fetch(`${gateway.adminUrl}/metrics`).then((r) => r.text());
+
+    expect(metrics).toMatch(/gateway_rejections_total\{model="u",status="400",code="invalid_json"/);
+  });
+});
