@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { CHART, ROOT } from './helm.ts';
+import { CHART, ROOT, findObject, render } from './helm.ts';
+import { validateObject } from './k8s-validate.ts';
 
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const version = (JSON.parse(read('package.json')) as { version: string }).version;
@@ -96,6 +97,15 @@ describe('e2e workflow', () => {
     expect(kind).toBeDefined();
     expect((kind as { env?: Record<string, string> }).env?.E2E_KIND_REQUIRED).toBe('1');
     expect(scripts(e2e)).toContain('go install sigs.k8s.io/kind@');
+  });
+
+  it('the kind e2e values render into valid objects with the sidecar and its models', () => {
+    const objects = render({ valuesFiles: [join(ROOT, 'e2e/kind/values.yaml')] });
+    for (const o of objects) expect(validateObject(o), `${o.kind}/${o.metadata.name}`).toEqual([]);
+    const models = findObject(objects, 'ConfigMap', 'gateway-sim-models')!.data as Record<string, string>;
+    expect(Object.keys(models).sort()).toEqual(['fast.toml', 'long.toml', 'medium.toml']);
+    const deployment = findObject(objects, 'Deployment')!;
+    expect(JSON.stringify(deployment.spec)).toContain('"image":"llm-gateway:e2e"');
   });
 
   it('make e2e-kind says SKIPPED where there is no Docker engine or kind, and fails if required', (ctx) => {
