@@ -90,6 +90,8 @@ export interface ExchangeInit {
   body?: string | Buffer;
   /** The client stops waiting (aborts) after this long. */
   giveUpMs?: number;
+  /** Aborting it ends the exchange as `gave_up` too. */
+  signal?: AbortSignal;
   dispatcher?: Dispatcher;
 }
 
@@ -109,6 +111,10 @@ export async function exchange(url: string, init: ExchangeInit = {}): Promise<Ex
     gaveUp = true;
     controller.abort();
   }, init.giveUpMs ?? 20_000);
+  init.signal?.addEventListener('abort', () => {
+    gaveUp = true;
+    controller.abort();
+  });
   const chunks: Buffer[] = [];
   const done = (
     status: number | null,
@@ -182,7 +188,7 @@ export interface RawResult {
 
 /**
  * Writes `parts` on a raw TCP connection to 127.0.0.1:`port` (`gapMs` apart), then waits until the
- * server closes the connection or `timeoutMs` passes. `keepWriting` keeps sending parts while waiting.
+ * server closes the connection, `untilText` arrives or `timeoutMs` passes.
  */
 export function rawExchange(
   port: number,
