@@ -87,6 +87,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   let runtime = compiled.table;
   metrics.configInfo.set({ hash: initial.hash }, 1);
   metrics.configLastReloadSuccess.set(Date.now() / 1000);
+  metrics.configLastReloadSuccessful.set(1);
   logger.info(
     {
       file: options.targets,
@@ -102,6 +103,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     const compiledNext = parsed.ok ? compileRuntime(parsed.config, hash, runtime, compileOptions) : parsed;
     if (!compiledNext.ok) {
       metrics.configReloads.inc({ result: 'failure' });
+      metrics.configLastReloadSuccessful.set(0);
       logger.error(
         { file: options.targets, hash, errors: compiledNext.issues.map((i) => `${i.path}: ${i.message}`) },
         'configuration reload rejected; still serving the last good configuration',
@@ -112,6 +114,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     const previousHash = runtime.hash;
     runtime = next;
     metrics.configReloads.inc({ result: 'success' });
+    metrics.configLastReloadSuccessful.set(1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);
     metrics.configInfo.reset();
     metrics.configInfo.set({ hash }, 1);
@@ -129,6 +132,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     onContent: applyConfigText,
     onReadError: (error) => {
       metrics.configReloads.inc({ result: 'failure' });
+      metrics.configLastReloadSuccessful.set(0);
       logger.error(
         { file: options.targets, code: error.code, err: error.message },
         'configuration file unreadable; still serving the last good configuration',

@@ -118,9 +118,13 @@ describe('graceful shutdown (spec 3.2)', () => {
   });
 
   it('answers a request that arrives on a reused connection during the drain with Connection: close', async () => {
+    // Deterministic ordering: the second response starts only once admission has closed, while the
+    // first (slow) response still holds the connection.
+    let admissionClosed: () => void = () => {};
+    const drainStarted = new Promise<void>((resolve) => (admissionClosed = resolve));
     upstream.respondWith(async (req, res) => {
-      // The second response starts after the drain has begun, while the first still holds the socket.
-      await sleep(req.body.includes('slow') ? 900 : 500);
+      if (req.body.includes('slow')) await sleep(600);
+      await drainStarted;
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': 2 });
       res.end('{}');
     });
@@ -140,6 +144,8 @@ describe('graceful shutdown (spec 3.2)', () => {
     socket.write(request('slow') + request('fast'));
     await sleep(200);
     gateway.program.proc.kill('SIGTERM');
+    await gateway.program.waitForLog((l) => l.msg?.startsWith('shutdown: admission closed') ?? false);
+    admissionClosed();
     await closed;
     const responses = received.split('HTTP/1.1 ').filter(Boolean);
     expect(responses).toHaveLength(2);

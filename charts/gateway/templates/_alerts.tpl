@@ -14,24 +14,13 @@ groups:
     rules:
       - alert: GatewayConfigReloadFailing
         expr: |
-          (
-            sum by (namespace, pod) (
-              {{ $p }}_config_reloads_total{result="failure"}
-              - ({{ $p }}_config_reloads_total{result="failure"} offset 15m or {{ $p }}_config_reloads_total{result="failure"} * 0)
-            ) > 0
-          )
-          unless on (namespace, pod)
-          (
-            sum by (namespace, pod) (
-              {{ $p }}_config_reloads_total{result="success"}
-              - ({{ $p }}_config_reloads_total{result="success"} offset 15m or {{ $p }}_config_reloads_total{result="success"} * 0)
-            ) > 0
-          )
+          max by (namespace, pod) ({{ $p }}_config_last_reload_successful) == 0
+        for: 2m
         labels:
           severity: warning
         annotations:
-          summary: {{ `Gateway {{ $labels.namespace }}/{{ $labels.pod }} rejected a configuration change` | quote }}
-          description: {{ `The gateway refused its changed configuration file in the last 15 minutes and keeps serving the last good one. Run "gateway validate" on the ConfigMap content; the pod log line "configuration reload rejected" lists every error with its JSON path. The alert clears on the next successful reload, or 15 minutes after the last failure.` | quote }}
+          summary: {{ `Gateway {{ $labels.namespace }}/{{ $labels.pod }} rejects its configuration file` | quote }}
+          description: {{ `The gateway refuses the configuration file on disk and keeps serving the last good one. Run "gateway validate" on the ConfigMap content; the pod log line "configuration reload rejected" lists every error with its JSON path. The alert clears when a valid configuration loads.` | quote }}
       - alert: GatewayConfigDivergent
         expr: |
           count by (namespace, job) (count by (namespace, job, hash) ({{ $p }}_config_info)) > 1

@@ -15,6 +15,7 @@ export class GatewayMetrics {
   // Configuration
   readonly configReloads: Counter<'result'>;
   readonly configLastReloadSuccess: Gauge;
+  readonly configLastReloadSuccessful: Gauge;
   readonly configInfo: Gauge<'hash'>;
 
   // Lifecycle
@@ -48,6 +49,14 @@ export class GatewayMetrics {
       help: 'Unix time of the last configuration load that succeeded (startup included).',
       registers,
     });
+    this.configLastReloadSuccessful = new Gauge({
+      name: name('config_last_reload_successful'),
+      help: '1 when the last configuration load succeeded, 0 while the file on disk is rejected.',
+      registers,
+    });
+    // Both results exist from the start, so "failures increased" never misses the first failure.
+    this.configReloads.inc({ result: 'success' }, 0);
+    this.configReloads.inc({ result: 'failure' }, 0);
     this.configInfo = new Gauge({
       name: name('config_info'),
       help: 'Always 1; the hash label is the sha256 of the configuration file now serving.',
