@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigLoadError, createGateway } from './gateway.js';
-import { gatewayOptionDefinitions, type GatewayOptions } from './options.js';
+import { gatewayOptionDefinitions, sharedStateUrlProblem, type GatewayOptions } from './options.js';
 import { createLogger } from './telemetry/logger.js';
 import { startTracing } from './telemetry/tracing.js';
 import { packageVersion } from '../lib/version.js';
@@ -70,11 +70,15 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
         `error: --header-timeout-secs (${opts.headerTimeoutSecs}) must not exceed --request-timeout-secs (${opts.requestTimeoutSecs})`,
       );
     }
-    if (opts.sharedStateLeaseSecs! * 1000 < 10 * opts.sharedStateTimeoutMs!) {
+    const urlProblem = opts.sharedState === undefined ? undefined : sharedStateUrlProblem(opts.sharedState);
+    if (urlProblem !== undefined) {
+      throw new CommanderError(EXIT_USAGE, 'gateway.sharedState', `error: ${urlProblem}`);
+    }
+    if (opts.sharedStateLeaseSecs! * 1000 < 3 * opts.sharedStateTimeoutMs!) {
       throw new CommanderError(
         EXIT_USAGE,
         'gateway.sharedStateLease',
-        `error: --shared-state-lease-secs (${opts.sharedStateLeaseSecs}) must be at least ten times --shared-state-timeout-ms (${opts.sharedStateTimeoutMs} ms): leases are renewed every third of their length and a renewal may take the whole timeout`,
+        `error: --shared-state-lease-secs (${opts.sharedStateLeaseSecs}) must be at least three times --shared-state-timeout-ms (${opts.sharedStateTimeoutMs} ms): a lease is renewed when a third of it has passed, and the renewal must land before it runs out`,
       );
     }
     await serve(opts as GatewayOptions);

@@ -122,20 +122,21 @@ function headerName(value: string): string {
   return normalized;
 }
 
-/** The URL is checked here so a typo fails at startup; messages never echo the password. */
-function redisUrl(value: string): string {
+/**
+ * Why `url` cannot be a shared-state URL, or undefined when it can. Checked by the CLI rather than by
+ * an option parser because the parser's error message would echo the value, password included.
+ */
+export function sharedStateUrlProblem(url: string): string | undefined {
   let parsed: URL;
   try {
-    parsed = new URL(value.trim());
+    parsed = new URL(url);
   } catch {
-    throw new InvalidArgumentError('--shared-state must be a redis:// or rediss:// URL.');
+    return '--shared-state must be a redis:// or rediss:// URL.';
   }
   if ((parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || parsed.hostname === '') {
-    throw new InvalidArgumentError(
-      `--shared-state must be a redis://host:port or rediss://host:port URL, got "${redactedTarget(value.trim())}".`,
-    );
+    return `--shared-state must be a redis://host:port or rediss://host:port URL, got "${redactedTarget(url)}".`;
   }
-  return value.trim();
+  return undefined;
 }
 
 function failurePolicies(value: string): FailurePolicies {
@@ -241,9 +242,7 @@ export function gatewayOptionDefinitions(): Option[] {
     new Option(
       '--shared-state <redis-url>',
       'share rate, concurrency, in-flight and batch limits across replicas through Redis (redis:// or rediss://); unset: limits per process',
-    )
-      .env('GATEWAY_SHARED_STATE')
-      .argParser(redisUrl),
+    ).env('GATEWAY_SHARED_STATE'),
     new Option(
       '--shared-state-failure <policy>',
       'decision while Redis cannot answer: fail_open or fail_closed, for all kinds or per kind (rate, concurrency, inflight, batch), e.g. "fail_closed,rate=fail_open"',

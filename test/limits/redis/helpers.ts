@@ -53,7 +53,8 @@ export async function openStore(
     prefix: options.prefix,
     policies: options.policies ?? DEFAULT_FAILURE_POLICIES,
     leaseMs: options.leaseMs ?? 30_000,
-    timeoutMs: options.timeoutMs ?? 200,
+    // Generous unless a test is about the timeout: a loaded machine must not degrade a decision.
+    timeoutMs: options.timeoutMs ?? 1000,
     logger,
     metrics: new SharedStateMetrics(registry, 'test'),
   });
