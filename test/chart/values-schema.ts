@@ -136,6 +136,20 @@ function chartValues(): Schema {
       mountPath: str({ pattern: '^/' }),
       rolloutOnChange: bool(),
     }),
+    sharedState: strict({
+      enabled: bool(),
+      url: str({
+        pattern: '^(rediss?://.+)?$',
+        description: 'redis:// or rediss:// URL; empty with existingSecret.',
+      }),
+      existingSecret: str(),
+      key: str({ pattern: '^[-._a-zA-Z0-9]+$' }),
+      failurePolicy: str({
+        pattern:
+          '^((fail_open|fail_closed|(rate|concurrency|inflight|batch)=(fail_open|fail_closed))(,(fail_open|fail_closed|(rate|concurrency|inflight|batch)=(fail_open|fail_closed)))*)?$',
+        description: 'fail_open, fail_closed, or kind=policy items (gateway --shared-state-failure).',
+      }),
+    }),
     simulator: strict({
       sidecar: strict({
         enabled: bool(),
