@@ -308,6 +308,25 @@ describe('Redis stopped and restarted under load', () => {
   });
 });
 
+describe('shutdown', () => {
+  it('releases the slot of a stream cut at the drain deadline, then closes the Redis connection', async () => {
+    const config = { auth, targets: { m: { url: slow.url, keys: ['acme'], inflight_limit: 1 } } };
+    const prefix = newPrefix();
+    const [a, b] = await sharedGateways(config, prefix, [['--shutdown-timeout-secs', '1'], []]);
+    const held = await hold(a!, 'm', acme);
+    const cut = held.done();
+    a!.program.proc.kill('SIGTERM');
+    // The stream outlives the 1 s drain deadline and is cut: its slot is released, not left to expire.
+    const { code } = await a!.program.exited;
+    await cut;
+    expect(code).toBe(1);
+    expect(a!.program.logs.some((l) => l.msg === 'shared state connection closed')).toBe(true);
+    expect(a!.program.logs.some((l) => l.msg?.toString().startsWith('shared state unreachable'))).toBe(false);
+    slow.respondWith(jsonReply(200, { id: 'cmpl' }));
+    expect((await call(b!, 'm', acme)).status).toBe(200);
+  });
+});
+
 describe('shared-state flags', () => {
   async function run(args: string[], env: Record<string, string> = {}) {
     const program = spawnProgram('gateway', args, { env });

@@ -68,6 +68,7 @@ export class SharedStateClient {
   readonly #onHealth: ((up: boolean) => void) | undefined;
   readonly #target: string;
   #up = false;
+  #closing = false;
   #lastError: string | undefined;
 
   constructor(options: SharedStateClientOptions) {
@@ -153,6 +154,7 @@ export class SharedStateClient {
 
   /** Closes the connection and stops reconnecting; waits at most `waitMs` for a polite QUIT. */
   async close(waitMs = 1000): Promise<void> {
+    this.#closing = true;
     if (this.#redis.status === 'ready') {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
@@ -172,6 +174,8 @@ export class SharedStateClient {
     if (up) {
       this.#lastError = undefined;
       this.#logger.info({ sharedState: this.#target }, 'shared state connected; limits are decided by Redis');
+    } else if (this.#closing) {
+      this.#logger.info({ sharedState: this.#target }, 'shared state connection closed');
     } else {
       this.#logger.warn(
         { sharedState: this.#target, err: this.#lastError ?? 'connection closed' },
