@@ -9,6 +9,8 @@ import {
   SOAK,
   alive,
   exchange,
+  labelsOf,
+  parseMetrics,
   postJson,
   rawExchange,
   rawStatus,
@@ -653,6 +655,12 @@ describe('after all of it', () => {
         ).status,
       ).toBe(200);
       expect(g.program.logs.filter((l) => l.level === 'error' || l.level === 'fatal')).toEqual([]);
+      // Metric labels stay bounded by configuration: no alias a client made up became a series.
+      for (const key of parseMetrics(await (await fetch(`${g.adminUrl}/metrics`)).text()).keys()) {
+        const model = labelsOf(key).model;
+        if (key.startsWith('gateway_') && model !== undefined)
+          expect(['', 'm', 'rew', 'keyed'], key).toContain(model);
+      }
     }
     expect(tally.serverErrors).toBe(0);
     expect(tally.hangs).toBe(0);

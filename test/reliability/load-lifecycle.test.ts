@@ -300,7 +300,7 @@ describe('SIGTERM', () => {
 
 describe('clients that disconnect mid-stream', () => {
   it(
-    'free every slot: gauges return to zero, upstream work stops, the limit admits again',
+    'free every slot: gauges return to zero, upstream work ends, the limit admits again',
     { timeout: 120_000 },
     async () => {
       const perPhase = SOAK ? 20 : 5;

@@ -118,7 +118,7 @@ export interface ResultsBundle {
   soak: boolean;
   faultMatrix?: FaultMatrixResults;
   upstreamFailures?: UpstreamFailureResults;
-  loadLifecycle?: LoadLifecycleResults;
+  loadLifecycle?: Partial<LoadLifecycleResults>;
   hostileInput?: HostileInputResults;
   authSecurity?: AuthSecurityResults;
   fuzz?: FuzzResults;
@@ -218,46 +218,58 @@ const mib = (n: number): string => `${n.toFixed(1)} MiB`;
 function figures(bundle: ResultsBundle): string {
   const rows: string[][] = [];
   const missing: string[] = [];
-  const lost: number[] = [];
+  let lost = 0;
   const f = bundle.faultMatrix;
   if (f) {
     rows.push([
       'faults injected (fault matrix)',
-      `${number(f.figures.faultRequests)} requests (${f.rows.length} cells x ${f.figures.rounds} round(s)), ${f.figures.durationSeconds.toFixed(0)} s`,
+      `${number(f.figures.faultRequests)} faulted streams (${f.rows.length} cells x ${f.figures.rounds} round(s), identical in every round) in ${f.figures.durationSeconds.toFixed(0)} s`,
     ]);
   } else missing.push('fault-matrix');
   const u = bundle.upstreamFailures;
   if (u) {
     rows.push(['upstream failures injected', `${number(u.figures.failuresInjected)} requests`]);
-    rows.push(['DNS failure (`.invalid`) answered in', `${u.figures.dnsFailureMs.toFixed(0)} ms`]);
+    rows.push([
+      'unresolvable name (`upstream.invalid`) answered in',
+      `${u.figures.dnsFailureMs.toFixed(0)} ms`,
+    ]);
   } else missing.push('upstream-failures');
   const l = bundle.loadLifecycle;
-  if (l) {
+  if (l?.reload) {
     const r = l.reload;
     rows.push([
-      'requests under load (hot reloads running)',
-      `${number(r.requests)} sent, ${number(r.completed)} completed, ${number(r.lost)} lost (${r.concurrency} clients, ${r.durationSeconds} s)`,
+      'requests under load, hot reloads running',
+      `${number(r.requests)} sent, ${number(r.completed)} complete, ${number(r.lost)} lost (${r.concurrency} closed-loop clients for ${r.durationSeconds} s, streamed and not)`,
     ]);
     rows.push([
       'reloads survived',
-      `${number(r.reloadsApplied)} applied of ${number(r.reloadsWritten)} written; ${r.generationsServed} configurations served`,
+      `${number(r.reloadsApplied)} applied of ${number(r.reloadsWritten)} written (one every 400 ms); ${r.generationsServed} configurations served requests`,
     ]);
+    lost += r.lost;
+  }
+  if (l?.drain) {
     const d = l.drain;
     rows.push([
       'SIGTERM drain',
-      `${number(d.accepted)} accepted (${d.streamsAtSignal} streams open at the signal, ${d.acceptedDuringDelay} sent during the delay), ${number(d.completed)} completed, ${d.cut} cut; ${d.refusedAfterClose} refused after admission closed; exit code ${d.exitCode}`,
+      `${number(d.accepted)} accepted (${d.streamsAtSignal} streams open at the signal, ${d.acceptedDuringDelay} requests during the delay), ${number(d.completed)} completed, ${d.cut} cut; ${d.refusedAfterClose} refused at connect after admission closed; exit code ${String(d.exitCode)}`,
     ]);
+    lost += d.cut;
+  }
+  if (l?.disconnects) {
+    const x = l.disconnects;
     rows.push([
-      'clients gone mid-stream',
-      `${d.cut === 0 ? '' : ''}${l.disconnects.streams} streams dropped; in-flight gauge ${l.disconnects.inflightAfter}, upstream running ${l.disconnects.upstreamRunningAfter} afterwards; ${l.disconnects.readmitted} readmitted at the limit`,
+      'clients gone before or during a stream',
+      `${x.streams} dropped; afterwards in-flight gauge ${x.inflightAfter}, simulator running ${x.upstreamRunningAfter}, ${x.readmitted} streams admitted at the full limit`,
     ]);
+  }
+  if (l?.memory) {
     const m = l.memory;
     rows.push([
-      'gateway RSS',
-      `baseline ${mib(m.baselineMiB)}, peak ${mib(m.peakMiB)}, after ${mib(m.afterMiB)} (${m.rounds} round(s) of ${number(m.requestsPerRound)} requests; margin ${m.marginMiB} MiB)`,
+      'gateway RSS (VmRSS)',
+      `baseline ${mib(m.baselineMiB)} after warm-up, peak ${mib(m.peakMiB)}, ${mib(m.afterMiB)} after ${m.rounds} round(s) of ${number(m.requestsPerRound)} requests with 32 KiB bodies (allowed: baseline + ${m.marginMiB} MiB)`,
     ]);
-    lost.push(r.lost, d.cut, d.accepted - d.completed);
-  } else missing.push('load-lifecycle');
+  }
+  if (!l?.reload || !l.drain || !l.disconnects || !l.memory) missing.push('load-lifecycle');
   const h = bundle.hostileInput;
   if (h) {
     const categories = Object.entries(h.categories)
@@ -272,8 +284,8 @@ function figures(bundle: ResultsBundle): string {
   const a = bundle.authSecurity;
   if (a) {
     rows.push([
-      'auth',
-      `${number(a.tokensTried)} tokens tried; ${number(a.logLinesScanned)} log lines, ${number(a.metricSeriesScanned)} metric series and ${number(a.responsesScanned)} responses scanned; ${a.leaks} leaks`,
+      'authentication and secrets',
+      `${number(a.tokensTried)} wrong or variant tokens refused; ${number(a.responsesScanned)} responses, ${number(a.logLinesScanned)} log lines and ${number(a.metricSeriesScanned)} metric series scanned: ${a.leaks} keys found`,
     ]);
   } else missing.push('auth-security');
   const z = bundle.fuzz;
@@ -284,13 +296,13 @@ function figures(bundle: ResultsBundle): string {
     rows.push(['property-based runs (fast-check)', runs]);
   } else missing.push('fuzz');
   const lines = [
-    `Run: ${bundle.soak ? '`make soak` (SOAK=1, longer variants)' : '`make test` (bounded variants)'}.`,
+    `Run: ${bundle.soak ? '`make soak` (SOAK=1, the longer variants)' : '`make test` (the bounded variants)'}.`,
     '',
     table(['figure', 'value'], rows),
     '',
-    `Lost requests across the load, drain and disconnect runs: **${lost.reduce((a, b) => a + b, 0)}**.`,
+    `Requests lost (accepted and not answered whole) across the load and drain runs: **${lost}**.`,
   ];
-  if (missing.length > 0) lines.push('', `Suites without results in this run: ${missing.join(', ')}.`);
+  if (missing.length > 0) lines.push('', `No results in this run from: ${missing.join(', ')}.`);
   return lines.join('\n');
 }
 
@@ -330,8 +342,10 @@ export function renderReport(bundle: ResultsBundle): string {
     "saturated (the simulator's bounded queue: 529 `queue_saturated`), has its engine stopped (503",
     '`engine_unavailable`), or whose name does not resolve (`upstream.invalid`). "Single" is a lone',
     'provider; "pool" is a priority pool whose first provider fails, with `fallback.on_status`',
-    '`[503, 529]`, `first_token_timeout_ms` 1000 and a healthy second provider; streamed requests',
-    'unless the row says otherwise. The client gives up after 2.5 s.',
+    '`[503, 529]`, `first_token_timeout_ms` 1000 and a healthy second provider. Requests are streamed',
+    'unless the row says otherwise; the client gives up after 2 s. Each target and pool provider has',
+    '`concurrency_limit` 1: "slots released" means the in-flight gauge is back at 0 and the next request',
+    'is admitted.',
     '',
     begin('upstream-failures'),
   );
