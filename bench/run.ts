@@ -485,17 +485,22 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
       measured: row ? `+${fmt(row.addedP50)} ms` : 'not run',
       pass: valid(row) ? (row.addedP50 ?? Infinity) <= 1 : undefined,
     });
+    // Coalescing is judged by whether events keep their own arrival: the share delivered together
+    // with the previous one must stay at the direct level. The gap tail is compared with the floor,
+    // not with direct: a proxy hop on two shared cores adds scheduling jitter of its own, and the
+    // floor, which never buffers, shows how much.
     const mine = paced?.get(`gateway ${kind}`);
     const direct = paced?.get('direct');
+    const floor = paced?.get('floor');
     lines.push({
-      line: `Streaming, gateway ${kind}: no chunk coalescing delay (coalesced share <= direct + 1 point, event gap p99 <= direct + 1 ms)`,
+      line: `Streaming, gateway ${kind}: no chunk coalescing delay (coalesced share <= direct + 1 point, event gap p99 <= floor + 1 ms)`,
       measured:
-        mine && direct
-          ? `coalesced ${fmt(mine.coalesced * 100)}% (direct ${fmt(direct.coalesced * 100)}%), gap p99 ${fmt(mine.gapP99)} ms (direct ${fmt(direct.gapP99)})`
+        mine && direct && floor
+          ? `coalesced ${fmt(mine.coalesced * 100)}% (direct ${fmt(direct.coalesced * 100)}%), gap p99 ${fmt(mine.gapP99)} ms (floor ${fmt(floor.gapP99)}, direct ${fmt(direct.gapP99)})`
           : 'not run',
       pass:
-        mine && direct && valid(row)
-          ? mine.coalesced <= direct.coalesced + 0.01 && mine.gapP99 <= direct.gapP99 + 1
+        mine && direct && floor && valid(row)
+          ? mine.coalesced <= direct.coalesced + 0.01 && mine.gapP99 <= floor.gapP99 + 1
           : undefined,
     });
   }

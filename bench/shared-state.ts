@@ -50,7 +50,8 @@ async function measure(gateway: RunningGateway, count: number, agent: Agent): Pr
     const response = await request(url, { method: 'POST', headers, body, dispatcher: agent });
     await response.body.text();
     samples.push(performance.now() - started);
-    if (response.statusCode !== 200) throw new Error(`${gateway.service.name}: status ${response.statusCode}`);
+    if (response.statusCode !== 200)
+      throw new Error(`${gateway.service.name}: status ${response.statusCode}`);
   }
   return samples;
 }
