@@ -128,7 +128,7 @@ const QUICK: Plan = {
   pacedSeconds: 2,
   memory: {
     streams: 1000,
-    intervalMs: 60,
+    intervalMs: 100,
     targets: [
       { proxy: 'plain', fresh: true },
       { proxy: 'plain', fresh: false },
@@ -412,7 +412,10 @@ function memoryRow(plan: Plan, name: string, result: SlowStreamsResult): Row {
     others: undefined,
     notes:
       `up to ${result.maxOpen} open at once${gateway}; RSS idle ${fmt(result.idleRss, 0)} MB, ` +
-      `${fmt(result.heldRss, 0)} MB while >= 95% open; ${result.complete} complete`,
+      (result.heldRss > 0
+        ? `${fmt(result.heldRss, 0)} MB while >= 95% open`
+        : 'never 95% open at once (streams ended before the ramp finished)') +
+      `; ${result.complete} complete`,
   };
 }
 
@@ -505,10 +508,13 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
     });
   }
   for (const row of rows.filter((r) => r.section === 'memory' && r.target.startsWith('gateway'))) {
+    const reached = !row.notes.includes('never 95% open');
     lines.push({
       line: `1,000 concurrent open streams, ${row.target}: RSS <= 200 MB`,
-      measured: `peak ${fmt(row.peakRss, 0)} MB${row.failed ? ` (${row.failed} incomplete)` : ''}`,
-      pass: valid(row) ? (row.peakRss ?? Infinity) <= 200 : undefined,
+      measured:
+        `peak ${fmt(row.peakRss, 0)} MB${row.failed ? ` (${row.failed} incomplete)` : ''}` +
+        (reached ? '' : ' (not all streams were open at once: not judged)'),
+      pass: valid(row) && reached ? (row.peakRss ?? Infinity) <= 200 : undefined,
     });
   }
   return lines;
