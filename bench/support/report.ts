@@ -23,6 +23,8 @@ export interface Row {
   /** Highest CPU (cores) other programs on the machine used during any window of the row. */
   others: number | undefined;
   notes: string;
+  /** Why the row cannot be held against the budget (set when the load did not do what it claims). */
+  notJudged?: string;
 }
 
 export interface BudgetLine {
