@@ -5,7 +5,7 @@ import { buildKeyIndex, type TargetAuth } from '../../src/gateway/auth/keys.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import type { AuthSecurityResults } from './report.ts';
-import { exchange, labelsOf, parseMetrics, postJson, writeResults, type Exchange } from './support.js';
+import { SOAK, exchange, labelsOf, parseMetrics, postJson, writeResults, type Exchange } from './support.js';
 
 /**
  * Authentication and secrets: keys are compared as SHA-256 digests with timingSafeEqual and no
@@ -118,7 +118,7 @@ describe('key comparison', () => {
         }
         expect(target.authenticate(undefined).ok).toBe(false);
       }),
-      { numRuns: 300 },
+      { numRuns: SOAK ? 3_000 : 300 },
     );
   });
 });

@@ -28,6 +28,8 @@ import { SOAK, alive, exchange, waitFor, writeResults } from './support.js';
  */
 
 const scale = (runs: number): number => (SOAK ? runs * 10 : runs);
+/** Per property: generous, and ten times more for the soak's ten times more runs. */
+const TIMEOUT = SOAK ? 600_000 : 120_000;
 const results: FuzzResults = { runs: {} };
 const counted = (name: string, runs: number): { numRuns: number } => {
   results.runs[name] = runs;
@@ -88,7 +90,7 @@ const bodies: fc.Arbitrary<Buffer> = fc.oneof(
 );
 
 describe('request parsing (strict parser and validator)', () => {
-  it('never throws; accepts exactly the UTF-8 JSON objects it can hand on', () => {
+  it('never throws; accepts exactly the UTF-8 JSON objects it can hand on', { timeout: TIMEOUT }, () => {
     fc.assert(
       fc.property(fc.constantFrom(...ENDPOINTS), contentTypes, bodies, (endpoint, type, body) => {
         const parsed = parseRequestBody(endpoint, type, body);
@@ -109,7 +111,7 @@ describe('request parsing (strict parser and validator)', () => {
     );
   });
 
-  it('the validator never throws on arbitrary objects, however nested', () => {
+  it('the validator never throws on arbitrary objects, however nested', { timeout: TIMEOUT }, () => {
     const nested = fc.letrec<{ node: unknown }>((tie) => ({
       node: fc.oneof(
         { depthSize: 'small', withCrossShrink: true },
@@ -249,77 +251,81 @@ const wellFormed = fc.record({
 const requests = fc.oneof({ weight: 2, arbitrary: anyRequest }, { weight: 1, arbitrary: wellFormed });
 
 describe('requests over HTTP (both gateways)', () => {
-  it('get a 4xx or a forwarded answer, never a 5xx; only routable, valid requests reach the provider', async () => {
-    const agent = new Agent({ connections: 4 });
-    const forwardedBy = { plain: 0, strict: 0 };
-    const refusedBy = { plain: 0, strict: 0 };
-    try {
-      await fc.assert(
-        fc.asyncProperty(requests, async (r) => {
-          for (const [g, isStrict] of [
-            [plain, false],
-            [strict, true],
-          ] as const) {
-            const before = upstream.requests.length;
-            const headers: Record<string, string> = { ...r.headers };
-            if (r.type !== undefined) headers['content-type'] = r.type;
-            if (r.override !== undefined) headers['model-override'] = r.override;
-            const got = await exchange(`${g.url}${r.path}`, {
-              method: r.method as 'POST',
-              headers,
-              body: r.method === 'GET' ? undefined : r.body,
-              dispatcher: agent,
-              giveUpMs: 10_000,
-            });
-            const forwarded = upstream.requests.length - before;
-            const where = `${isStrict ? 'strict' : 'plain'} ${r.method} ${r.path} -> ${got.status} ${got.text.slice(0, 160)}`;
-            expect(got.end, where).toBe('clean');
-            expect(got.status, where).not.toBeNull();
-            expect(got.status! < 500, where).toBe(true);
-            expect(forwarded, where).toBeLessThanOrEqual(1);
-            const side = isStrict ? 'strict' : 'plain';
-            if (forwarded === 0) {
-              refusedBy[side]++;
-              continue;
-            }
-            forwardedBy[side]++;
-            // What reached the provider is exactly what the client sent (no rewrite configured).
-            const sent = upstream.requests.at(-1)!;
-            if (r.method !== 'GET') expect(sent.body.equals(r.body), where).toBe(true);
-            if (isStrict) {
-              const endpoint = strictEndpointForPath(r.path.split('?')[0]!);
-              expect(r.method, where).toBe('POST');
-              expect(endpoint, where).not.toBeNull();
-              expect(validateRequest(endpoint!, r.type, r.body).ok, where).toBe(true);
-            } else {
-              // Routed to the one open alias: by the header, or by the JSON body when there is none.
-              let alias: string | undefined = r.override;
-              if (alias === undefined || alias === '') {
-                try {
-                  alias = (JSON.parse(r.body.toString('utf8')) as { model?: string }).model;
-                } catch {
-                  alias = undefined;
-                }
+  it(
+    'get a 4xx or a forwarded answer, never a 5xx; only routable, valid requests reach the provider',
+    async () => {
+      const agent = new Agent({ connections: 4 });
+      const forwardedBy = { plain: 0, strict: 0 };
+      const refusedBy = { plain: 0, strict: 0 };
+      try {
+        await fc.assert(
+          fc.asyncProperty(requests, async (r) => {
+            for (const [g, isStrict] of [
+              [plain, false],
+              [strict, true],
+            ] as const) {
+              const before = upstream.requests.length;
+              const headers: Record<string, string> = { ...r.headers };
+              if (r.type !== undefined) headers['content-type'] = r.type;
+              if (r.override !== undefined) headers['model-override'] = r.override;
+              const got = await exchange(`${g.url}${r.path}`, {
+                method: r.method as 'POST',
+                headers,
+                body: r.method === 'GET' ? undefined : r.body,
+                dispatcher: agent,
+                giveUpMs: 10_000,
+              });
+              const forwarded = upstream.requests.length - before;
+              const where = `${isStrict ? 'strict' : 'plain'} ${r.method} ${r.path} -> ${got.status} ${got.text.slice(0, 160)}`;
+              expect(got.end, where).toBe('clean');
+              expect(got.status, where).not.toBeNull();
+              expect(got.status! < 500, where).toBe(true);
+              expect(forwarded, where).toBeLessThanOrEqual(1);
+              const side = isStrict ? 'strict' : 'plain';
+              if (forwarded === 0) {
+                refusedBy[side]++;
+                continue;
               }
-              expect(alias, where).toBe('m');
+              forwardedBy[side]++;
+              // What reached the provider is exactly what the client sent (no rewrite configured).
+              const sent = upstream.requests.at(-1)!;
+              if (r.method !== 'GET') expect(sent.body.equals(r.body), where).toBe(true);
+              if (isStrict) {
+                const endpoint = strictEndpointForPath(r.path.split('?')[0]!);
+                expect(r.method, where).toBe('POST');
+                expect(endpoint, where).not.toBeNull();
+                expect(validateRequest(endpoint!, r.type, r.body).ok, where).toBe(true);
+              } else {
+                // Routed to the one open alias: by the header, or by the JSON body when there is none.
+                let alias: string | undefined = r.override;
+                if (alias === undefined || alias === '') {
+                  try {
+                    alias = (JSON.parse(r.body.toString('utf8')) as { model?: string }).model;
+                  } catch {
+                    alias = undefined;
+                  }
+                }
+                expect(alias, where).toBe('m');
+              }
             }
-          }
-        }),
-        counted('HTTP requests (x2 gateways)', scale(120)),
-      );
-    } finally {
-      await agent.close();
-    }
-    // Not vacuous: both gateways forwarded some inputs and refused others.
-    for (const side of ['plain', 'strict'] as const) {
-      expect(forwardedBy[side], `${side} forwarded`).toBeGreaterThan(3);
-      expect(refusedBy[side], `${side} refused`).toBeGreaterThan(3);
-    }
-    for (const g of [plain, strict]) {
-      expect(alive(g.program.proc.pid)).toBe(true);
-      expect(g.program.logs.filter((l) => l.level === 'error' || l.level === 'fatal')).toEqual([]);
-    }
-  }, 300_000);
+          }),
+          counted('HTTP requests (x2 gateways)', scale(120)),
+        );
+      } finally {
+        await agent.close();
+      }
+      // Not vacuous: both gateways forwarded some inputs and refused others.
+      for (const side of ['plain', 'strict'] as const) {
+        expect(forwardedBy[side], `${side} forwarded`).toBeGreaterThan(3);
+        expect(refusedBy[side], `${side} refused`).toBeGreaterThan(3);
+      }
+      for (const g of [plain, strict]) {
+        expect(alive(g.program.proc.pid)).toBe(true);
+        expect(g.program.logs.filter((l) => l.level === 'error' || l.level === 'fatal')).toEqual([]);
+      }
+    },
+    TIMEOUT,
+  );
 });
 
 // --- SSE from providers --------------------------------------------------------------------------
@@ -404,74 +410,82 @@ function parse(
 }
 
 describe('SSE from providers', () => {
-  it('the parser: any byte soup, any chunking: same events, never throws, the unfinished-event cap holds', () => {
-    fc.assert(
-      fc.property(soup, cuts, fc.integer({ min: 0, max: 64 }), (bytes, at, limit) => {
-        const whole = parse([bytes], 1 << 20);
-        const chunked = parse(split(bytes, at), 1 << 20);
-        expect(chunked.events).toEqual(whole.events);
-        expect(chunked.end).toBe(whole.end);
-        // With a small cap: either every push stays within it, or an overflow is reported.
-        const capped = parse(split(bytes, at), limit);
-        if (capped.end !== 'overflow') expect(capped.maxPending).toBeLessThanOrEqual(limit);
-      }),
-      counted('SSE parser', scale(1_000)),
-    );
-  });
+  it(
+    'the parser: any byte soup, any chunking: same events, never throws, the unfinished-event cap holds',
+    { timeout: TIMEOUT },
+    () => {
+      fc.assert(
+        fc.property(soup, cuts, fc.integer({ min: 0, max: 64 }), (bytes, at, limit) => {
+          const whole = parse([bytes], 1 << 20);
+          const chunked = parse(split(bytes, at), 1 << 20);
+          expect(chunked.events).toEqual(whole.events);
+          expect(chunked.end).toBe(whole.end);
+          // With a small cap: either every push stays within it, or an overflow is reported.
+          const capped = parse(split(bytes, at), limit);
+          if (capped.end !== 'overflow') expect(capped.maxPending).toBeLessThanOrEqual(limit);
+        }),
+        counted('SSE parser', scale(1_000)),
+      );
+    },
+  );
 
-  it('the strict re-emitter: same bytes whatever the chunking; only whole data events; [DONE] only if sent, and last', () => {
-    fc.assert(
-      fc.property(
-        soup,
-        cuts,
-        fc.constantFrom<'strict' | 'standalone'>('strict', 'standalone'),
-        fc.boolean(),
-        (bytes, at, mode, trusted) => {
-          const run = (parts: readonly Buffer[]) => {
-            const transform = new SseSanitizeTransform({
-              alias: 'alias',
-              mode,
-              trusted,
-              maxPendingBytes: 1 << 20,
-            });
-            let output = '';
-            let state = 'open';
-            for (const part of parts) {
-              const step = transform.push(part);
-              if (state !== 'open') expect(step.output).toBe('');
-              output += step.output;
-              state = step.state;
+  it(
+    'the strict re-emitter: same bytes whatever the chunking; only whole data events; [DONE] only if sent, and last',
+    { timeout: TIMEOUT },
+    () => {
+      fc.assert(
+        fc.property(
+          soup,
+          cuts,
+          fc.constantFrom<'strict' | 'standalone'>('strict', 'standalone'),
+          fc.boolean(),
+          (bytes, at, mode, trusted) => {
+            const run = (parts: readonly Buffer[]) => {
+              const transform = new SseSanitizeTransform({
+                alias: 'alias',
+                mode,
+                trusted,
+                maxPendingBytes: 1 << 20,
+              });
+              let output = '';
+              let state = 'open';
+              for (const part of parts) {
+                const step = transform.push(part);
+                if (state !== 'open') expect(step.output).toBe('');
+                output += step.output;
+                state = step.state;
+              }
+              const end = transform.end();
+              if (state !== 'open') expect(end.output).toBe('');
+              output += end.output;
+              return { output, state: state === 'open' ? end.state : state };
+            };
+            const whole = run([bytes]);
+            const chunked = run(split(bytes, at));
+            expect(chunked).toEqual(whole);
+            // Output grammar: `data: <[DONE] | JSON object>\n\n` events and nothing else.
+            const events = whole.output.split('\n\n');
+            expect(events.pop()).toBe('');
+            for (const [i, event] of events.entries()) {
+              expect(event.startsWith('data: ')).toBe(true);
+              const data = event.slice(6);
+              expect(data.includes('\n')).toBe(false);
+              if (data === '[DONE]') {
+                expect(i).toBe(events.length - 1);
+                expect(bytes.toString('latin1')).toMatch(/data: ?\[DONE\]/);
+              } else {
+                const value = JSON.parse(data) as Record<string, unknown>;
+                expect(typeof value).toBe('object');
+                if ('error' in value) expect(i).toBe(events.length - 1);
+                else expect(value.model).toBe('alias');
+              }
             }
-            const end = transform.end();
-            if (state !== 'open') expect(end.output).toBe('');
-            output += end.output;
-            return { output, state: state === 'open' ? end.state : state };
-          };
-          const whole = run([bytes]);
-          const chunked = run(split(bytes, at));
-          expect(chunked).toEqual(whole);
-          // Output grammar: `data: <[DONE] | JSON object>\n\n` events and nothing else.
-          const events = whole.output.split('\n\n');
-          expect(events.pop()).toBe('');
-          for (const [i, event] of events.entries()) {
-            expect(event.startsWith('data: ')).toBe(true);
-            const data = event.slice(6);
-            expect(data.includes('\n')).toBe(false);
-            if (data === '[DONE]') {
-              expect(i).toBe(events.length - 1);
-              expect(bytes.toString('latin1')).toMatch(/data: ?\[DONE\]/);
-            } else {
-              const value = JSON.parse(data) as Record<string, unknown>;
-              expect(typeof value).toBe('object');
-              if ('error' in value) expect(i).toBe(events.length - 1);
-              else expect(value.model).toBe('alias');
-            }
-          }
-        },
-      ),
-      counted('SSE re-emitter', scale(1_000)),
-    );
-  });
+          },
+        ),
+        counted('SSE re-emitter', scale(1_000)),
+      );
+    },
+  );
 });
 
 // --- configuration -------------------------------------------------------------------------------
@@ -527,68 +541,76 @@ const mutatedConfigs = fc
   });
 
 describe('configuration validation', () => {
-  it('mutated valid configurations: validation and compilation never throw; errors carry paths', () => {
-    fc.assert(
-      fc.property(mutatedConfigs, (config) => {
-        for (const [text, source] of [
-          [JSON.stringify(config), 'config.json'],
-          [toYaml(config), 'config.yaml'],
-        ] as const) {
-          const parsed = parseConfigText(text, source);
-          if (!parsed.ok) {
-            expect(parsed.issues.length).toBeGreaterThan(0);
-            for (const issue of parsed.issues) expect(issue.path.startsWith('$')).toBe(true);
-            continue;
+  it(
+    'mutated valid configurations: validation and compilation never throw; errors carry paths',
+    { timeout: TIMEOUT },
+    () => {
+      fc.assert(
+        fc.property(mutatedConfigs, (config) => {
+          for (const [text, source] of [
+            [JSON.stringify(config), 'config.json'],
+            [toYaml(config), 'config.yaml'],
+          ] as const) {
+            const parsed = parseConfigText(text, source);
+            if (!parsed.ok) {
+              expect(parsed.issues.length).toBeGreaterThan(0);
+              for (const issue of parsed.issues) expect(issue.path.startsWith('$')).toBe(true);
+              continue;
+            }
+            const compiled = compileRuntime(parsed.config, parsed.hash, undefined, {
+              enforceBatchInflight: false,
+              batchLimiter: undefined,
+              aimd: undefined,
+              sharedLimits: undefined,
+            });
+            if (!compiled.ok)
+              for (const issue of compiled.issues) expect(issue.path.startsWith('$')).toBe(true);
           }
-          const compiled = compileRuntime(parsed.config, parsed.hash, undefined, {
-            enforceBatchInflight: false,
-            batchLimiter: undefined,
-            aimd: undefined,
-            sharedLimits: undefined,
-          });
-          if (!compiled.ok)
-            for (const issue of compiled.issues) expect(issue.path.startsWith('$')).toBe(true);
-        }
-      }),
-      counted('configuration mutations', scale(300)),
-    );
-  });
+        }),
+        counted('configuration mutations', scale(300)),
+      );
+    },
+  );
 
-  it('a running gateway fed mutated configurations keeps running and serves the next good one', async () => {
-    const writes = scale(10);
-    const gateway = await startGateway({ targets: { m: { url: upstream.url } } });
-    try {
-      const samples = fc.sample(mutatedConfigs, { numRuns: writes, seed: 42 });
-      let outcomes = 0;
-      const outcome = (l: { msg?: string }) =>
-        l.msg === 'configuration reloaded' ||
-        l.msg === 'configuration reload rejected; still serving the last good configuration' ||
-        l.msg === 'configuration file unreadable; still serving the last good configuration';
-      for (const [i, sample] of samples.entries()) {
-        // Unique bytes each time (the watcher applies only changed content).
-        await gateway.writeConfig(`${JSON.stringify(sample)}\n${' '.repeat(i)}`);
-        await waitFor(
-          'the gateway to apply or reject the file',
-          () => (gateway.program.logs.filter(outcome).length > outcomes ? true : undefined),
-          15_000,
-        );
-        outcomes = gateway.program.logs.filter(outcome).length;
-        expect(alive(gateway.program.proc.pid)).toBe(true);
-        expect((await exchange(`${gateway.adminUrl}/healthz`)).status).toBe(200);
-      }
-      await gateway.writeConfig({ targets: { good: { url: upstream.url } } });
-      await waitFor('the good configuration to serve', async () => {
-        const got = await exchange(`${gateway.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'good', messages: [] }),
+  it(
+    'a running gateway fed mutated configurations keeps running and serves the next good one',
+    async () => {
+      const writes = scale(10);
+      const gateway = await startGateway({ targets: { m: { url: upstream.url } } });
+      try {
+        const samples = fc.sample(mutatedConfigs, { numRuns: writes, seed: 42 });
+        let outcomes = 0;
+        const outcome = (l: { msg?: string }) =>
+          l.msg === 'configuration reloaded' ||
+          l.msg === 'configuration reload rejected; still serving the last good configuration' ||
+          l.msg === 'configuration file unreadable; still serving the last good configuration';
+        for (const [i, sample] of samples.entries()) {
+          // Unique bytes each time (the watcher applies only changed content).
+          await gateway.writeConfig(`${JSON.stringify(sample)}\n${' '.repeat(i)}`);
+          await waitFor(
+            'the gateway to apply or reject the file',
+            () => (gateway.program.logs.filter(outcome).length > outcomes ? true : undefined),
+            15_000,
+          );
+          outcomes = gateway.program.logs.filter(outcome).length;
+          expect(alive(gateway.program.proc.pid)).toBe(true);
+          expect((await exchange(`${gateway.adminUrl}/healthz`)).status).toBe(200);
+        }
+        await gateway.writeConfig({ targets: { good: { url: upstream.url } } });
+        await waitFor('the good configuration to serve', async () => {
+          const got = await exchange(`${gateway.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'good', messages: [] }),
+          });
+          return got.status === 200 ? true : undefined;
         });
-        return got.status === 200 ? true : undefined;
-      });
-      expect(gateway.program.logs.filter((l) => l.level === 'fatal')).toEqual([]);
-      results.runs['configurations written to a live gateway'] = writes;
-    } finally {
-      await gateway.stop();
-    }
-  }, 300_000);
+        expect(gateway.program.logs.filter((l) => l.level === 'fatal')).toEqual([]);
+        results.runs['configurations written to a live gateway'] = writes;
+      } finally {
+        await gateway.stop();
+      }
+    },
+    TIMEOUT,
+  );
 });

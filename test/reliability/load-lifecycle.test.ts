@@ -417,7 +417,7 @@ describe('clients that disconnect mid-stream', () => {
 });
 
 describe('memory', () => {
-  it('returns near the baseline after load', { timeout: 300_000 }, async () => {
+  it('returns near the baseline after load', { timeout: SOAK ? 900_000 : 300_000 }, async () => {
     const concurrency = 8;
     const perRound = SOAK ? 6_000 : 1_200;
     const rounds = SOAK ? 8 : 2;
