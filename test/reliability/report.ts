@@ -345,7 +345,9 @@ export function renderReport(bundle: ResultsBundle): string {
     '`[503, 529]`, `first_token_timeout_ms` 1000 and a healthy second provider. Requests are streamed',
     'unless the row says otherwise; the client gives up after 2 s. Each target and pool provider has',
     '`concurrency_limit` 1: "slots released" means the in-flight gauge is back at 0 and the next request',
-    'is admitted.',
+    'is admitted. `upstream.invalid` (RFC 6761) is refused by a resolver stub preloaded into the gateway',
+    "under test (`test/reliability/invalid-tld-resolver.ts`): this machine's resolver would send the",
+    'query to its nameserver, and the suites make no traffic beyond loopback.',
     '',
     begin('upstream-failures'),
   );
