@@ -7,7 +7,7 @@ import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep }
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
 import type { Attempt } from './attempt.js';
-import { discard } from './read-upstream.js';
+import { discard, release } from './read-upstream.js';
 import type { RequestContext } from './context.js';
 
 export interface CommitDeps {
@@ -185,9 +185,14 @@ export function pumpTransformed(
     finished = true;
     body.off('data', onData);
     body.off('end', onEnd);
-    discard(body);
-    if (how === 'end') res.end();
-    else cutResponse(res);
+    if (how === 'end') {
+      // The stream is complete for the client; the rest of the body only returns the connection.
+      release(body);
+      res.end();
+    } else {
+      discard(body);
+      cutResponse(res);
+    }
     onFinished();
   };
   const apply = (step: SseStep | ReturnType<SseSanitizeTransform['end']>): void => {

@@ -66,3 +66,22 @@ export function discard(body: Readable): void {
   body.on('error', ignore);
   body.destroy();
 }
+
+/** How long a finished-with body may take to reach its end before its connection is given up. */
+const DRAIN_GRACE_MS = 1_000;
+
+/**
+ * Lets a body the gateway no longer needs (after `[DONE]` or an error event) run to its end, so its
+ * keep-alive connection goes back to the pool instead of being torn down; a body that does not end
+ * within a short grace is discarded.
+ */
+export function release(body: Readable): void {
+  body.on('error', ignore);
+  if (body.readableEnded || body.destroyed) return;
+  const timer = setTimeout(() => body.destroy(), DRAIN_GRACE_MS);
+  timer.unref();
+  body.once('end', () => clearTimeout(timer));
+  body.once('close', () => clearTimeout(timer));
+  body.on('data', ignore);
+  body.resume();
+}

@@ -24,7 +24,7 @@ import {
   type CommitDeps,
 } from './commit.js';
 import type { RequestContext } from './context.js';
-import { discard, readAll, readUntil } from './read-upstream.js';
+import { discard, readAll, readUntil, release } from './read-upstream.js';
 
 /** Largest non-streamed response body the gateway reads to inspect or sanitize it. */
 const MAX_INSPECTED_BODY_BYTES = 64 * 1024 * 1024;
@@ -348,11 +348,12 @@ async function serveTransformedStream(
     return { kind: 'committed' };
   }
   if (committedBy === 'terminal') {
-    discard(response.body);
     if (transform.state === 'overflow') {
+      discard(response.body);
       logOverflow(ctx, attempt, deps);
       cutResponse(ctx.res);
     } else {
+      release(response.body);
       ctx.res.end();
     }
     onFinished();
