@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { decideTogether } from '../../../src/gateway/limits/redis/limiters.js';
 import { parseFailurePolicies, type FailurePolicies } from '../../../src/gateway/limits/redis/policy.js';
 import { isPromise } from '../../../src/gateway/limits/types.js';
 import { startRedis, type RedisServer } from '../../helpers/redis.js';
@@ -150,5 +151,26 @@ describe('Redis stopped and restarted', () => {
     expect(closed.lines.some((l) => l.msg === 'shared state connected; limits are decided by Redis')).toBe(
       true,
     );
+  });
+});
+
+describe('one request decided by policy', () => {
+  it('takes the steps in order until the first fail_closed kind, counting each decision', async () => {
+    const dead = `redis://127.0.0.1:${redis.port === 1 ? 2 : 1}`;
+    const t = await store(dead, 'rate=fail_open,concurrency=fail_closed,inflight=fail_open', { wait: false });
+    const decision = await decideTogether([
+      { limiter: t.store.tokenBucket('target:llama:rate', rate, subject), account: undefined },
+      {
+        limiter: t.store.concurrency('target:llama:concurrency', { max_concurrent_requests: 5 }, subject),
+        account: undefined,
+      },
+      { limiter: t.store.accountInflight('account:llama', 'llama', { inflight_limit: 5 }), account: 'acme' },
+    ])!;
+    expect(decision.refusal?.code).toBe('concurrency_limit_exceeded');
+    expect(decision.grants).toHaveLength(1);
+    expect(await t.degraded('rate', 'fail_open')).toBe(1);
+    expect(await t.degraded('concurrency', 'fail_closed')).toBe(1);
+    // Never asked: nothing decided, nothing counted.
+    expect(await t.degraded('inflight', 'fail_open')).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { accountKey } from '../../../src/gateway/limits/redis/limiters.js';
+import { ConcurrencyPermits } from '../../../src/gateway/limits/concurrency.js';
+import { accountKey, decideTogether } from '../../../src/gateway/limits/redis/limiters.js';
 import type { Grant } from '../../../src/gateway/limits/types.js';
 import { startRedis, type RedisServer } from '../../helpers/redis.js';
 import { grant, openStore, refusal, sleep, uniquePrefix, type TestStore } from './helpers.js';
@@ -256,5 +257,102 @@ describe('leases', () => {
     while ((await admin.zcard(key)) === 0 && Date.now() < deadline) await sleep(20);
     expect(await admin.zcard(key)).toBe(1);
     refusal(await limiter.acquire());
+  });
+});
+
+describe('one request, one round trip', () => {
+  async function scriptCalls(): Promise<number> {
+    const stats = await admin.info('commandstats');
+    let calls = 0;
+    for (const match of stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1]);
+    return calls;
+  }
+
+  it('decides every limiter of a request in one script call, as asking them in order would', async () => {
+    const [a] = await replicas(1);
+    const store = a!.store;
+    const keyRate = store.tokenBucket(
+      'key:alice:rate',
+      { requests_per_second: 0.001, burst_size: 2 },
+      target,
+    );
+    const targetRate = store.tokenBucket(
+      'target:llama:rate',
+      { requests_per_second: 0.001, burst_size: 5 },
+      target,
+    );
+    const concurrency = store.concurrency('target:llama:concurrency', { max_concurrent_requests: 1 }, target);
+    const inflight = store.accountInflight('account:llama', 'llama', { inflight_limit: 5 });
+    const asks = [
+      { limiter: keyRate, account: undefined },
+      { limiter: targetRate, account: undefined },
+      { limiter: concurrency, account: undefined },
+      { limiter: inflight, account: 'acme' },
+    ];
+
+    const before = await scriptCalls();
+    const first = await decideTogether(asks)!;
+    expect(await scriptCalls()).toBe(before + 1);
+    expect(first.refusal).toBeUndefined();
+    expect(first.grants).toHaveLength(4);
+
+    // The concurrency slot is held: the second request stops there, after spending both tokens, and
+    // never takes an in-flight slot.
+    const second = await decideTogether(asks)!;
+    expect(second.refusal?.code).toBe('concurrency_limit_exceeded');
+    expect(second.grants).toHaveLength(2);
+    const inflightKey = accountKey(store.keyOf('account:llama'), 'acme');
+    expect(await admin.zcard(inflightKey)).toBe(1);
+
+    // The request's two slots go back together, in one call.
+    const beforeRelease = await scriptCalls();
+    for (const grant of first.grants) grant.release();
+    await sleep(50);
+    expect(await scriptCalls()).toBe(beforeRelease + 1);
+    expect(await admin.zcard(inflightKey)).toBe(0);
+    // The key bucket is empty now: the third request stops at the first step and spends nothing.
+    const third = await decideTogether(asks)!;
+    expect(third.refusal?.code).toBe('rate_limit');
+    expect(third.grants).toHaveLength(0);
+    const level = Number(await admin.hget(store.keyOf('target:llama:rate'), 'tokens'));
+    expect(Math.round(level)).toBe(3);
+  });
+
+  it('grants the local steps before a refusal, and none after it', async () => {
+    const [a] = await replicas(1);
+    const store = a!.store;
+    const inflight = store.accountInflight('account:llama', 'llama', { inflight_limit: 1 });
+    const batch = store.batch('batch:llama', 'llama', { batch_inflight_limit: 1, enforce: true });
+    grant(await batch.acquire());
+    const decision = await decideTogether([
+      { limiter: inflight, account: undefined }, // no account: local, never refused
+      { limiter: batch, account: undefined },
+      { limiter: inflight, account: 'acme' },
+    ])!;
+    expect(decision.refusal?.code).toBe('batch_capacity_exceeded');
+    expect(decision.grants).toHaveLength(1);
+    expect(inflight.inFlight()).toBe(1);
+    expect(await admin.exists(accountKey(store.keyOf('account:llama'), 'acme'))).toBe(0);
+  });
+
+  it('leaves limiters of different stores, or in-memory ones, to be asked one by one', async () => {
+    const [a, b] = await replicas(2);
+    const onA = a!.store.concurrency('c', { max_concurrent_requests: 1 }, target);
+    const onB = b!.store.concurrency('c', { max_concurrent_requests: 1 }, target);
+    expect(
+      decideTogether([
+        { limiter: onA, account: undefined },
+        { limiter: onB, account: undefined },
+      ]),
+    ).toBe(undefined);
+    const local = new ConcurrencyPermits({ max_concurrent_requests: 1 }, target);
+    expect(
+      decideTogether([
+        { limiter: onA, account: undefined },
+        { limiter: local, account: undefined },
+      ]),
+    ).toBe(undefined);
+    expect(decideTogether([{ limiter: local, account: undefined }])).toBe(undefined);
+    expect(decideTogether([])).toBe(undefined);
   });
 });

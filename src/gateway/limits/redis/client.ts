@@ -1,20 +1,15 @@
 import { Redis, type Result } from 'ioredis';
 import type { Logger } from '../../telemetry/logger.js';
-import { ACQUIRE_SLOT, RENEW_SLOTS, TAKE_TOKEN } from './scripts.js';
+import { ADMIT, RELEASE_SLOTS, RENEW_SLOTS } from './scripts.js';
 import { redactedTarget } from './url.js';
 
 // The scripts as ioredis commands: EVALSHA, with EVAL on the first use per connection and on NOSCRIPT
 // (a restarted Redis has forgotten them), so every call sends a 40-byte hash instead of the source.
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    gatewayTakeToken(
-      key: string,
-      capacity: number,
-      perSecond: number,
-      ttlMs: number,
-    ): Result<number, Context>;
-    gatewayAcquireSlot(key: string, limit: number, leaseId: string, leaseMs: number): Result<number, Context>;
+    gatewayAdmit(keyCount: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
     gatewayRenewSlots(key: string, leaseMs: number, ...leaseIds: string[]): Result<number, Context>;
+    gatewayReleaseSlots(keyCount: number, ...keysThenLeaseIds: string[]): Result<number, Context>;
   }
 }
 
@@ -26,11 +21,9 @@ export interface Unavailable {
   readonly reason: UnavailableReason;
 }
 
-/** A script's verdict, or why there was none. Errors are values: the request path never catches. */
-export type Verdict = { readonly ok: true; readonly granted: boolean } | Unavailable;
+/** How many admission steps Redis granted, or why it gave no answer. Errors are values. */
+export type Verdict = { readonly ok: true; readonly granted: number } | Unavailable;
 
-const GRANTED: Verdict = Object.freeze({ ok: true, granted: true });
-const REFUSED: Verdict = Object.freeze({ ok: true, granted: false });
 const UNAVAILABLE: Readonly<Record<UnavailableReason, Unavailable>> = Object.freeze({
   disconnected: Object.freeze({ ok: false, reason: 'disconnected' }),
   timeout: Object.freeze({ ok: false, reason: 'timeout' }),
@@ -84,9 +77,10 @@ export class SharedStateClient {
       retryStrategy: retryDelay,
       connectionName: 'gateway-limits',
     });
-    this.#redis.defineCommand('gatewayTakeToken', { numberOfKeys: 1, lua: TAKE_TOKEN });
-    this.#redis.defineCommand('gatewayAcquireSlot', { numberOfKeys: 1, lua: ACQUIRE_SLOT });
+    // The admission script takes a variable number of keys, passed first with each call.
+    this.#redis.defineCommand('gatewayAdmit', { lua: ADMIT });
     this.#redis.defineCommand('gatewayRenewSlots', { numberOfKeys: 1, lua: RENEW_SLOTS });
+    this.#redis.defineCommand('gatewayReleaseSlots', { lua: RELEASE_SLOTS });
     this.#redis.on('ready', () => this.#setUp(true));
     this.#redis.on('close', () => this.#setUp(false));
     // Every failed reconnect emits an error; the health transition is what gets logged at warn.
@@ -121,26 +115,23 @@ export class SharedStateClient {
     });
   }
 
-  takeToken(key: string, capacity: number, perSecond: number, ttlMs: number): Promise<Verdict> | Unavailable {
+  /**
+   * Runs the admission script (see scripts.ts): `keys` one per step, `args` the lease ms and then
+   * four values per step. Answers synchronously when the connection is down, so a degraded decision
+   * costs no round trip and no microtask.
+   */
+  admit(keys: readonly string[], args: readonly (string | number)[]): Promise<Verdict> | Unavailable {
     if (!this.#up) return UNAVAILABLE.disconnected;
-    return this.#redis.gatewayTakeToken(key, capacity, perSecond, ttlMs).then(verdict, unavailable);
+    return this.#redis.gatewayAdmit(keys.length, ...keys, ...args).then(granted, unavailable);
   }
 
-  acquireSlot(key: string, limit: number, leaseId: string, leaseMs: number): Promise<Verdict> | Unavailable {
-    if (!this.#up) return UNAVAILABLE.disconnected;
-    return this.#redis.gatewayAcquireSlot(key, limit, leaseId, leaseMs).then(verdict, (error: unknown) => {
-      const failed = unavailable(error);
-      // A timed-out acquire may still run on the server later; removing the lease right behind it (same
-      // connection, so after it) keeps a slow answer from holding a slot until the lease expires.
-      if (failed.reason === 'timeout') this.releaseSlot(key, leaseId);
-      return failed;
-    });
-  }
-
-  /** Fire and forget: a release that cannot reach Redis is covered by the lease expiry. */
-  releaseSlot(key: string, leaseId: string): void {
-    if (!this.#up) return;
-    this.#redis.zrem(key, leaseId).catch(ignore);
+  /**
+   * Removes `leaseIds[i]` from `keys[i]`, fire and forget: a release that cannot reach Redis is
+   * covered by the lease expiry.
+   */
+  releaseSlots(keys: readonly string[], leaseIds: readonly string[]): void {
+    if (!this.#up || keys.length === 0) return;
+    this.#redis.gatewayReleaseSlots(keys.length, ...keys, ...leaseIds).catch(ignore);
   }
 
   /** Extends the leases this process holds on `key`; false when Redis could not be reached. */
@@ -185,8 +176,8 @@ export class SharedStateClient {
   }
 }
 
-function verdict(reply: number): Verdict {
-  return reply === 1 ? GRANTED : REFUSED;
+function granted(reply: number): Verdict {
+  return { ok: true, granted: reply };
 }
 
 function unavailable(error: unknown): Unavailable {

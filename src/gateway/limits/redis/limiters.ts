@@ -2,39 +2,77 @@ import type { BatchParams } from '../batch.js';
 import type { ConcurrencyParams } from '../concurrency.js';
 import type { InflightParams } from '../inflight.js';
 import type { LimitSubject, RateLimitParams } from '../token-bucket.js';
-import type {
-  BatchLimiter,
-  BatchRefusal,
-  ConcurrencyLimiter,
-  ConcurrencyRefusal,
-  Grant,
-  InflightLimiter,
-  InflightRefusal,
-  MaybePromise,
-  RateLimiter,
-  RateLimitRefusal,
-  Refusal,
+import {
+  NO_OP_GRANT,
+  isPromise,
+  type BatchLimiter,
+  type BatchRefusal,
+  type ConcurrencyLimiter,
+  type ConcurrencyRefusal,
+  type Grant,
+  type InflightLimiter,
+  type InflightRefusal,
+  type MaybePromise,
+  type RateLimiter,
+  type RateLimitRefusal,
+  type Refusal,
 } from '../types.js';
-import { LocalGrant, type LocalCount } from './leases.js';
+import type { LocalCount } from './leases.js';
 import type { SharedLimitKind } from './policy.js';
 import { batchRefusal, concurrencyRefusal, inflightRefusal, rateLimitRefusal } from './refusals.js';
 
-/** What the shared limiters ask of the store: one atomic decision in Redis, or the failure policy. */
+/** One shared decision of a request: what the admission script (or the failure policy) decides. */
+export type Step =
+  | {
+      readonly kind: 'rate';
+      readonly key: string;
+      readonly capacity: number;
+      readonly perSecond: number;
+      readonly ttlMs: number;
+      readonly refusal: Refusal;
+    }
+  | {
+      readonly kind: Exclude<SharedLimitKind, 'rate'>;
+      readonly key: string;
+      readonly limit: number;
+      readonly refusal: Refusal;
+      readonly local: LocalCount;
+    }
+  /** Nothing could refuse it (no account, no cap): counted here, never sent to Redis. */
+  | { readonly kind: 'local'; readonly local: LocalCount };
+
+/** The grants of the steps taken, in order, and the refusal that stopped them, if any. */
+export interface Decision {
+  readonly grants: readonly Grant[];
+  readonly refusal: Refusal | undefined;
+}
+
+/** What the shared limiters ask of the store: their steps decided in one call, in order. */
 export interface SharedDecisions {
-  takeToken<R extends Refusal>(
-    key: string,
-    capacity: number,
-    perSecond: number,
-    ttlMs: number,
-    refusal: R,
-  ): MaybePromise<Grant | R>;
-  acquireSlot<R extends Refusal>(
-    kind: SharedLimitKind,
-    key: string,
-    limit: number,
-    refusal: R,
-    local: LocalCount,
-  ): MaybePromise<Grant | R>;
+  decide(steps: readonly Step[]): MaybePromise<Decision>;
+}
+
+/**
+ * A limiter whose decision lives in Redis. `step()` describes the decision without taking it, so the
+ * admission stage can send every limiter of a request in one round trip (`decideTogether`);
+ * `acquire()` takes it alone, for callers that ask one limiter at a time.
+ */
+export abstract class SharedLimiter {
+  readonly decisions: SharedDecisions;
+
+  constructor(decisions: SharedDecisions) {
+    this.decisions = decisions;
+  }
+
+  abstract step(account: string | undefined): Step;
+
+  protected decideAlone<R extends Refusal>(step: Step): MaybePromise<Grant | R> {
+    const decision = this.decisions.decide([step]);
+    // The refusal of a single step is that step's own, which the subclass built with type R.
+    const single = (d: Decision): Grant | R =>
+      d.refusal === undefined ? (d.grants[0] ?? NO_OP_GRANT) : (d.refusal as R);
+    return isPromise(decision) ? decision.then(single) : single(decision);
+  }
 }
 
 /**
@@ -42,34 +80,37 @@ export interface SharedDecisions {
  * The key lives until the bucket would be full again (plus a second of margin), since a missing key
  * reads as full.
  */
-export class SharedTokenBucket implements RateLimiter {
+export class SharedTokenBucket extends SharedLimiter implements RateLimiter {
   readonly params: RateLimitParams;
-  readonly #decisions: SharedDecisions;
-  readonly #key: string;
-  readonly #ttlMs: number;
-  readonly #refusal: RateLimitRefusal;
+  readonly #step: Step;
 
   constructor(decisions: SharedDecisions, key: string, params: RateLimitParams, subject: LimitSubject) {
+    super(decisions);
     this.params = { requests_per_second: params.requests_per_second, burst_size: params.burst_size };
-    this.#decisions = decisions;
-    this.#key = key;
-    this.#ttlMs = Math.ceil((params.burst_size / params.requests_per_second) * 1000) + 1000;
-    this.#refusal = rateLimitRefusal(subject);
+    this.#step = Object.freeze({
+      kind: 'rate',
+      key,
+      capacity: params.burst_size,
+      perSecond: params.requests_per_second,
+      ttlMs: Math.ceil((params.burst_size / params.requests_per_second) * 1000) + 1000,
+      refusal: rateLimitRefusal(subject),
+    });
+  }
+
+  step(): Step {
+    return this.#step;
   }
 
   acquire(): MaybePromise<Grant | RateLimitRefusal> {
-    const { burst_size, requests_per_second } = this.params;
-    return this.#decisions.takeToken(this.#key, burst_size, requests_per_second, this.#ttlMs, this.#refusal);
+    return this.decideAlone<RateLimitRefusal>(this.#step);
   }
 }
 
 /** Concurrency permits in Redis: a leased slot per request, held until it completes. */
-export class SharedConcurrency implements ConcurrencyLimiter {
+export class SharedConcurrency extends SharedLimiter implements ConcurrencyLimiter {
   readonly params: ConcurrencyParams;
-  readonly #decisions: SharedDecisions;
-  readonly #key: string;
+  readonly #step: Step;
   readonly #local: LocalCount;
-  readonly #refusal: ConcurrencyRefusal;
 
   constructor(
     decisions: SharedDecisions,
@@ -78,16 +119,24 @@ export class SharedConcurrency implements ConcurrencyLimiter {
     subject: LimitSubject,
     local: LocalCount,
   ) {
+    super(decisions);
     this.params = { max_concurrent_requests: params.max_concurrent_requests };
-    this.#decisions = decisions;
-    this.#key = key;
     this.#local = local;
-    this.#refusal = concurrencyRefusal(subject, params.max_concurrent_requests);
+    this.#step = Object.freeze({
+      kind: 'concurrency',
+      key,
+      limit: params.max_concurrent_requests,
+      refusal: concurrencyRefusal(subject, params.max_concurrent_requests),
+      local,
+    });
+  }
+
+  step(): Step {
+    return this.#step;
   }
 
   acquire(): MaybePromise<Grant | ConcurrencyRefusal> {
-    const max = this.params.max_concurrent_requests;
-    return this.#decisions.acquireSlot('concurrency', this.#key, max, this.#refusal, this.#local);
+    return this.decideAlone<ConcurrencyRefusal>(this.#step);
   }
 
   /** Permits this process holds (Redis holds every replica's). */
@@ -102,14 +151,14 @@ export class SharedConcurrency implements ConcurrencyLimiter {
  * accounts without a cap, are counted in this process only and never go to Redis: nothing could
  * refuse them.
  */
-export class SharedAccountInflight implements InflightLimiter {
+export class SharedAccountInflight extends SharedLimiter implements InflightLimiter {
   readonly alias: string;
   readonly params: InflightParams;
-  readonly #decisions: SharedDecisions;
   readonly #key: string;
   readonly #default: number;
   readonly #overrides: ReadonlyMap<string, number>;
   readonly #local: LocalCount;
+  readonly #localStep: Step;
 
   constructor(
     decisions: SharedDecisions,
@@ -118,26 +167,31 @@ export class SharedAccountInflight implements InflightLimiter {
     params: InflightParams,
     local: LocalCount,
   ) {
+    super(decisions);
     this.alias = alias;
     this.params = params;
-    this.#decisions = decisions;
     this.#key = key;
     this.#default = params.inflight_limit ?? Infinity;
     this.#overrides = new Map(Object.entries(params.account_inflight_limits ?? {}));
     this.#local = local;
+    this.#localStep = Object.freeze({ kind: 'local', local });
+  }
+
+  step(account: string | undefined): Step {
+    if (account === undefined) return this.#localStep;
+    const limit = this.#overrides.get(account) ?? this.#default;
+    if (limit === Infinity) return this.#localStep;
+    return {
+      kind: 'inflight',
+      key: accountKey(this.#key, account),
+      limit,
+      refusal: inflightRefusal(this.alias, account, limit),
+      local: this.#local,
+    };
   }
 
   acquire(account: string | undefined): MaybePromise<Grant | InflightRefusal> {
-    if (account === undefined) return new LocalGrant(this.#local);
-    const limit = this.#overrides.get(account) ?? this.#default;
-    if (limit === Infinity) return new LocalGrant(this.#local);
-    return this.#decisions.acquireSlot(
-      'inflight',
-      accountKey(this.#key, account),
-      limit,
-      inflightRefusal(this.alias, account, limit),
-      this.#local,
-    );
+    return this.decideAlone<InflightRefusal>(this.step(account));
   }
 
   /** Realtime requests this process has in flight on the alias, with or without an account. */
@@ -147,13 +201,10 @@ export class SharedAccountInflight implements InflightLimiter {
 }
 
 /** The alias-wide batch in-flight cap in Redis (one count per alias, not per tenant). */
-export class SharedBatchInflight implements BatchLimiter {
+export class SharedBatchInflight extends SharedLimiter implements BatchLimiter {
   readonly alias: string;
-  readonly #decisions: SharedDecisions;
-  readonly #key: string;
-  readonly #limit: number;
+  readonly #step: Step;
   readonly #local: LocalCount;
-  readonly #refusal: BatchRefusal;
 
   constructor(
     decisions: SharedDecisions,
@@ -162,18 +213,24 @@ export class SharedBatchInflight implements BatchLimiter {
     params: BatchParams,
     local: LocalCount,
   ) {
+    super(decisions);
     this.alias = alias;
-    this.#decisions = decisions;
-    this.#key = key;
     const limit = params.batch_inflight_limit ?? Infinity;
-    this.#limit = params.enforce ? limit : Infinity;
     this.#local = local;
-    this.#refusal = batchRefusal(alias, limit);
+    const enforced = params.enforce ? limit : Infinity;
+    this.#step = Object.freeze(
+      enforced === Infinity
+        ? { kind: 'local', local }
+        : { kind: 'batch', key, limit: enforced, refusal: batchRefusal(alias, limit), local },
+    );
+  }
+
+  step(): Step {
+    return this.#step;
   }
 
   acquire(): MaybePromise<Grant | BatchRefusal> {
-    if (this.#limit === Infinity) return new LocalGrant(this.#local);
-    return this.#decisions.acquireSlot('batch', this.#key, this.#limit, this.#refusal, this.#local);
+    return this.decideAlone<BatchRefusal>(this.#step);
   }
 
   /** Dispatched requests this process has in flight on the alias. */
@@ -188,4 +245,27 @@ export class SharedBatchInflight implements BatchLimiter {
  */
 export function accountKey(limiterKey: string, account: string): string {
   return `${limiterKey}@${encodeURIComponent(account)}`;
+}
+
+/** One limiter call of a request, not yet made: the limiter and its argument (the account). */
+export interface Ask {
+  readonly limiter: object;
+  readonly account: string | undefined;
+}
+
+/**
+ * The admission of one request in a single round trip, when every limiter it asks is shared through
+ * the same store; undefined otherwise (the caller then asks them one by one). The answer is what
+ * asking them in order would give: the grants of the steps before the first refusal, and that
+ * refusal.
+ */
+export function decideTogether(asks: readonly Ask[]): MaybePromise<Decision> | undefined {
+  const first = asks[0]?.limiter;
+  if (!(first instanceof SharedLimiter)) return undefined;
+  const steps: Step[] = [];
+  for (const { limiter, account } of asks) {
+    if (!(limiter instanceof SharedLimiter) || limiter.decisions !== first.decisions) return undefined;
+    steps.push(limiter.step(account));
+  }
+  return first.decisions.decide(steps);
 }

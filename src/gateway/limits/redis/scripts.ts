@@ -7,61 +7,73 @@
  */
 
 /**
- * Token bucket: KEYS[1] a hash {tokens, ts (microseconds)}; ARGV capacity, refill per second, key
- * TTL in ms. Returns 1 when a token was taken, 0 when the bucket is empty.
+ * Admission: the shared decisions of one request, in the pipeline's order, in one round trip.
+ * KEYS: one key per step. ARGV[1]: lease ms; then four values per step:
  *
- * A missing key is a full bucket, so the key only has to live until the bucket would be full again
- * (the TTL the caller computes): idle buckets cost no memory. Parameters come with every call
- * rather than being part of the key, so a reload that changes them keeps the current level
- * (clamped to the new capacity), as the in-memory bucket does: a reload never hands out a fresh
- * burst. A server clock that stepped backwards refills nothing and restarts from the new time
- * instead of freezing the bucket until the clock catches up. The 1e-9 slack is the in-memory
- * bucket's: exact refill intervals must not be refused by floating-point rounding.
+ * - token bucket: `t`, capacity, refill per second, key TTL in ms. KEYS[i] is a hash
+ *   {tokens, ts (server microseconds)}.
+ * - counting slot: `s`, limit, lease id, unused. KEYS[i] is a sorted set, member = lease id,
+ *   score = lease expiry (server ms).
+ *
+ * Steps are taken in order and the script stops at the first refusal, exactly as asking the
+ * limiters one by one would (a refusal spends nothing further; what earlier steps took stays taken,
+ * and the caller releases it with the request). Returns how many steps were granted: all of them,
+ * or the index of the refusing step.
+ *
+ * Token bucket: a missing key is a full bucket, so the key only has to live until the bucket would
+ * be full again (the TTL the caller computes): idle buckets cost no memory. A server clock that
+ * stepped backwards refills nothing and restarts from the new time instead of freezing the bucket
+ * until the clock catches up. The 1e-9 slack is the in-memory bucket's: exact refill intervals must
+ * not be refused by floating-point rounding.
+ *
+ * Slot: expired leases are purged first (a replica that died gives its slots back this way), the
+ * rest counted, and the new lease added below the limit. The key expires with its newest lease, so
+ * an idle limiter leaves nothing behind.
+ *
+ * Parameters come with every call rather than being part of the keys, so a reload that changes them
+ * keeps the bucket level (clamped to the new capacity; a reload never hands out a fresh burst) and
+ * still counts the slots held, as the in-memory limiters do.
  */
-export const TAKE_TOKEN = `
-local capacity = tonumber(ARGV[1])
-local per_us = tonumber(ARGV[2]) / 1000000
+export const ADMIT = `
+local lease = tonumber(ARGV[1])
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-local tokens = tonumber(state[1])
-local ts = tonumber(state[2])
-if tokens == nil or ts == nil then
-  tokens = capacity
-elseif now > ts then
-  tokens = math.min(capacity, tokens + (now - ts) * per_us)
-else
-  tokens = math.min(capacity, tokens)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now_ms = math.floor(now_us / 1000)
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local base = 2 + (i - 1) * 4
+  if ARGV[base] == 't' then
+    local capacity = tonumber(ARGV[base + 1])
+    local per_us = tonumber(ARGV[base + 2]) / 1000000
+    local state = redis.call('HMGET', key, 'tokens', 'ts')
+    local tokens = tonumber(state[1])
+    local ts = tonumber(state[2])
+    if tokens == nil or ts == nil then
+      tokens = capacity
+    elseif now_us > ts then
+      tokens = math.min(capacity, tokens + (now_us - ts) * per_us)
+    else
+      tokens = math.min(capacity, tokens)
+    end
+    local taken = tokens + 1e-9 >= 1
+    if taken then
+      tokens = math.max(0, tokens - 1)
+    end
+    redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', now_us))
+    redis.call('PEXPIRE', key, ARGV[base + 3])
+    if not taken then
+      return i - 1
+    end
+  else
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms)
+    if redis.call('ZCARD', key) >= tonumber(ARGV[base + 1]) then
+      return i - 1
+    end
+    redis.call('ZADD', key, now_ms + lease, ARGV[base + 2])
+    redis.call('PEXPIRE', key, lease)
+  end
 end
-local taken = 0
-if tokens + 1e-9 >= 1 then
-  tokens = math.max(0, tokens - 1)
-  taken = 1
-end
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', now))
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return taken
-`;
-
-/**
- * Counting slot with a lease: KEYS[1] a sorted set, member = lease id, score = lease expiry (server
- * ms); ARGV limit, lease id, lease ms. Purges expired leases (a replica that died gives its slots
- * back this way), counts the rest and adds the new lease when the count is below the limit. Returns
- * 1 for a grant, 0 for a refusal. The key expires with its newest lease, so an idle limiter leaves
- * nothing behind. The limit comes with every call (not in the key) so that a reload changing it
- * still counts the requests admitted before, like the in-memory limiters' predecessor link.
- */
-export const ACQUIRE_SLOT = `
-local lease = tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
-  return 0
-end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[2])
-redis.call('PEXPIRE', KEYS[1], lease)
-return 1
+return #KEYS
 `;
 
 /**
@@ -79,4 +91,15 @@ for i = 2, #ARGV do
 end
 redis.call('PEXPIRE', KEYS[1], lease)
 return #ARGV - 1
+`;
+
+/**
+ * Release: KEYS slot sets, ARGV the lease id to remove from each (pairwise). The slots a request
+ * held are given back together in one call when it ends.
+ */
+export const RELEASE_SLOTS = `
+for i = 1, #KEYS do
+  redis.call('ZREM', KEYS[i], ARGV[i])
+end
+return #KEYS
 `;

@@ -11,11 +11,10 @@ import {
   type InflightLimiter,
   type MaybePromise,
   type RateLimiter,
-  type Refusal,
 } from '../types.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { SharedStateMetrics } from '../../telemetry/metrics.js';
-import { SharedStateClient, type Verdict, type Unavailable } from './client.js';
+import { SharedStateClient, type Unavailable } from './client.js';
 import { DegradedDecisions } from './degraded.js';
 import { HeldLeases, LocalGrant, SharedLease, type LeaseReturn, type LocalCount } from './leases.js';
 import {
@@ -23,9 +22,11 @@ import {
   SharedBatchInflight,
   SharedConcurrency,
   SharedTokenBucket,
+  type Decision,
   type SharedDecisions,
+  type Step,
 } from './limiters.js';
-import { formatFailurePolicies, type FailurePolicies, type SharedLimitKind } from './policy.js';
+import { formatFailurePolicies, type FailurePolicies } from './policy.js';
 
 /**
  * How compile.ts obtains limiters: the in-memory registry builder has exactly this shape, and the
@@ -74,11 +75,13 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
   readonly policies: FailurePolicies;
   readonly #prefix: string;
   readonly #leaseMs: number;
-  readonly #degraded: DegradedDecisions;
+  readonly #policy: DegradedDecisions;
   readonly #metrics: SharedStateMetrics;
   readonly #logger: Logger;
   readonly #leases = new HeldLeases();
   readonly #local = new Map<string, LocalCount>();
+  /** Leases released in this tick, sent together (a request releases all its slots at once). */
+  #releasing: { keys: string[]; leaseIds: string[] } | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
 
   constructor(options: SharedLimitStoreOptions) {
@@ -88,7 +91,7 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
     this.policies = options.policies;
     this.#metrics = options.metrics;
     this.#metrics.up.set(0);
-    this.#degraded = new DegradedDecisions(options.policies, this.#metrics, options.logger);
+    this.#policy = new DegradedDecisions(options.policies, this.#metrics, options.logger);
     this.client = new SharedStateClient({
       url: options.url,
       timeoutMs: options.timeoutMs,
@@ -143,53 +146,104 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
     return new SharedBatchInflight(this, this.keyOf(identity), alias, params, this.#localCount(identity));
   }
 
-  takeToken<R extends Refusal>(
-    key: string,
-    capacity: number,
-    perSecond: number,
-    ttlMs: number,
-    refusal: R,
-  ): MaybePromise<Grant | R> {
-    const answer = this.client.takeToken(key, capacity, perSecond, ttlMs);
-    const decide = (verdict: Verdict): Grant | R => {
-      if (verdict.ok) return verdict.granted ? NO_OP_GRANT : refusal;
-      return this.#degraded.decide('rate', verdict.reason) === 'fail_open' ? NO_OP_GRANT : refusal;
-    };
-    return isPromise(answer) ? answer.then(decide) : decide(answer);
-  }
-
-  acquireSlot<R extends Refusal>(
-    kind: SharedLimitKind,
-    key: string,
-    limit: number,
-    refusal: R,
-    local: LocalCount,
-  ): MaybePromise<Grant | R> {
-    const leaseId = this.#leases.nextId();
-    const answer = this.client.acquireSlot(key, limit, leaseId, this.#leaseMs);
-    const decide = (verdict: Verdict): Grant | R => {
-      if (!verdict.ok) return this.#degradedSlot(kind, verdict, refusal, local);
-      if (!verdict.granted) return refusal;
-      this.#leases.add(key, leaseId);
-      return new SharedLease(this, key, leaseId, local);
-    };
-    return isPromise(answer) ? answer.then(decide) : decide(answer);
+  /**
+   * Decides `steps` in order in one round trip (see `ADMIT`): the grants of the steps before the first
+   * refusal, and that refusal. Without an answer from Redis, each step in order is decided by its
+   * kind's failure policy, counted and logged; a fail_closed step refuses and stops there.
+   */
+  decide(steps: readonly Step[]): MaybePromise<Decision> {
+    const keys: string[] = [];
+    const args: (string | number)[] = [this.#leaseMs];
+    const leaseIds: string[] = [];
+    for (const step of steps) {
+      if (step.kind === 'local') continue;
+      keys.push(step.key);
+      if (step.kind === 'rate') {
+        args.push('t', step.capacity, step.perSecond, step.ttlMs);
+        leaseIds.push('');
+      } else {
+        const leaseId = this.#leases.nextId();
+        args.push('s', step.limit, leaseId, '');
+        leaseIds.push(leaseId);
+      }
+    }
+    if (keys.length === 0) return this.#granted(steps, leaseIds, 0);
+    this.#flushReleases();
+    const answer = this.client.admit(keys, args);
+    if (!isPromise(answer)) return this.#byPolicy(steps, answer);
+    return answer.then((verdict) => {
+      if (verdict.ok) return this.#granted(steps, leaseIds, verdict.granted);
+      // A timed-out call may still run on the server later; removing its leases right behind it
+      // (same connection, so after it) keeps a slow answer from holding slots until they expire.
+      if (verdict.reason === 'timeout') {
+        for (let i = 0; i < keys.length; i++) if (leaseIds[i] !== '') this.#release(keys[i]!, leaseIds[i]!);
+      }
+      return this.#byPolicy(steps, verdict);
+    });
   }
 
   returnLease(key: string, leaseId: string): void {
     this.#leases.delete(key, leaseId);
-    this.client.releaseSlot(key, leaseId);
+    this.#release(key, leaseId);
   }
 
-  /** fail_open grants a slot counted only here: nothing remote to release or renew. */
-  #degradedSlot<R extends Refusal>(
-    kind: SharedLimitKind,
-    unavailable: Unavailable,
-    refusal: R,
-    local: LocalCount,
-  ): Grant | R {
-    const policy = this.#degraded.decide(kind, unavailable.reason);
-    return policy === 'fail_open' ? new LocalGrant(local) : refusal;
+  /**
+   * Queues a removal and sends the queue once the current synchronous work is done, so the slots a
+   * request releases together (concurrency, in-flight) cost one command, not one each.
+   */
+  #release(key: string, leaseId: string): void {
+    let batch = this.#releasing;
+    if (batch === undefined) {
+      batch = this.#releasing = { keys: [], leaseIds: [] };
+      queueMicrotask(() => this.#flushReleases());
+    }
+    batch.keys.push(key);
+    batch.leaseIds.push(leaseId);
+  }
+
+  /** Sends the queued releases now (also before any admission, so Redis sees them in order). */
+  #flushReleases(): void {
+    const batch = this.#releasing;
+    if (batch === undefined) return;
+    this.#releasing = undefined;
+    this.client.releaseSlots(batch.keys, batch.leaseIds);
+  }
+
+  /** Redis granted the first `count` remote steps: their grants, and the refusal of the next one. */
+  #granted(steps: readonly Step[], leaseIds: readonly string[], count: number): Decision {
+    const grants: Grant[] = [];
+    let remote = 0;
+    for (const step of steps) {
+      if (step.kind === 'local') {
+        grants.push(new LocalGrant(step.local));
+        continue;
+      }
+      if (remote >= count) return { grants, refusal: step.refusal };
+      const leaseId = leaseIds[remote++]!;
+      if (step.kind === 'rate') {
+        grants.push(NO_OP_GRANT);
+      } else {
+        this.#leases.add(step.key, leaseId);
+        grants.push(new SharedLease(this, step.key, leaseId, step.local));
+      }
+    }
+    return { grants, refusal: undefined };
+  }
+
+  /** No answer from Redis: fail_open grants (counted here only, nothing remote), fail_closed refuses. */
+  #byPolicy(steps: readonly Step[], unavailable: Unavailable): Decision {
+    const grants: Grant[] = [];
+    for (const step of steps) {
+      if (step.kind === 'local') {
+        grants.push(new LocalGrant(step.local));
+        continue;
+      }
+      if (this.#policy.decide(step.kind, unavailable.reason) === 'fail_closed') {
+        return { grants, refusal: step.refusal };
+      }
+      grants.push(step.kind === 'rate' ? NO_OP_GRANT : new LocalGrant(step.local));
+    }
+    return { grants, refusal: undefined };
   }
 
   #localCount(identity: string): LocalCount {
