@@ -306,13 +306,18 @@ describe('upstream failures', () => {
     await run({ failure, target: 'silent-pool', stream: false, expect: gaveUp, upstreamClosed: silent });
   });
 
-  it('answers headers, then stalls: a lone provider leaves the client waiting; a pool holds the head and fails over', async () => {
+  it('answers headers, then stalls: a lone provider passes the head on and the client waits; a pool holds the head and fails over', async () => {
     const failure = 'response head, then nothing';
-    // The head is not flushed before the first body byte: the client sees nothing at all.
+    // An event stream's head is flushed at the commit point: the client knows the answer started.
     await run({
       failure,
       target: 'headers-stall-single',
-      expect: { status: null, client: 'nothing: client gave up', failover: false, end: 'gave_up' },
+      expect: {
+        status: 200,
+        client: 'response head, then nothing: client gave up',
+        failover: false,
+        end: 'gave_up',
+      },
       upstreamClosed: headersThenStall,
     });
     await run({

@@ -195,6 +195,7 @@ function compileProviders(poolKey: string, target: TargetConfig, limiters: Limit
       endpoint: parseEndpoint(entry.url),
       weight: entry.weight ?? 1,
       gatewayModel: entry.gateway_model ?? target.gateway_model,
+      gatewayKey,
       authHeader:
         gatewayKey === undefined ? undefined : [headerName.toLowerCase(), headerPrefix + gatewayKey],
       responseHeaders: [...merged],

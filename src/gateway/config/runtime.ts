@@ -69,6 +69,8 @@ export interface ProviderRoute {
   readonly endpoint: UpstreamEndpoint;
   readonly weight: number;
   readonly gatewayModel: string | undefined;
+  /** The upstream key, kept only to redact it from logged provider error bodies. */
+  readonly gatewayKey: string | undefined;
   /** Lower-cased header name and its full value, or undefined when no upstream key is configured. */
   readonly authHeader: readonly [name: string, value: string] | undefined;
   /** Pool headers merged with the provider's (the provider wins), in order. */

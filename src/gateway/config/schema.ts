@@ -623,9 +623,12 @@ function upstreamFields(scope: 'target' | 'provider') {
   const inherits = (what: string): string =>
     onProvider ? ` Overrides the pool's ${what} for this provider.` : '';
   return {
-    gateway_key: NonEmptyString.optional().describe(
-      `API key sent to the upstream in \`upstream_auth_header_name\`. Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
-    ),
+    // It becomes a header value: line breaks or NUL would make every request fail at send time.
+    gateway_key: HeaderValueSchema.min(1, { error: 'must not be empty' })
+      .optional()
+      .describe(
+        `API key sent to the upstream in \`upstream_auth_header_name\`. Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
+      ),
     gateway_model: NonEmptyString.optional().describe(
       `Model name written into the forwarded request's \`model\` field; absent: the client's value is sent.${inherits('`gateway_model`')}`,
     ),

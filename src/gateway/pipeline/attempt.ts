@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import type { AttemptProbe } from '../balance/aimd.js';
 import type { ProviderRoute } from '../config/runtime.js';
@@ -47,8 +48,13 @@ export class Attempt {
   readonly probe: AttemptProbe | undefined;
   /** The CLIENT span of this attempt (a no-op span when tracing is off). */
   readonly span: Span;
-  readonly controller = new AbortController();
+  /**
+   * The request's abort signal for undici: an EventEmitter ('abort'), which undici accepts and which
+   * costs no DOMException when fired.
+   */
+  readonly signal = new EventEmitter();
   readonly startedAt = performance.now();
+  #aborted = false;
   #expired = false;
   #timer: NodeJS.Timeout | undefined;
   readonly #unlink: () => void;
@@ -76,15 +82,20 @@ export class Attempt {
       plan.provider.gatewayModel ?? (typeof requested === 'string' ? requested : undefined),
       { operation: genAiOperationForPath(ctx.path), ...plan.provider.endpoint.server },
     );
-    const onClientAbort = (): void => this.controller.abort();
-    ctx.abort.signal.addEventListener('abort', onClientAbort, { once: true });
-    this.#unlink = () => ctx.abort.signal.removeEventListener('abort', onClientAbort);
+    this.#unlink = ctx.onAbandon(() => this.abort());
     if (plan.deadlineMs !== undefined) {
       this.#timer = setTimeout(() => {
         this.#expired = true;
-        this.controller.abort();
+        this.abort();
       }, plan.deadlineMs);
     }
+  }
+
+  /** Aborts the upstream request (client gone, or deadline). */
+  abort(): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.signal.emit('abort');
   }
 
   /** The deadline fired before the commit point. */
@@ -113,7 +124,9 @@ export class Attempt {
 
 export type SendResult =
   | { kind: 'response'; response: Dispatcher.ResponseData }
-  | { kind: 'error'; error: Error & { code?: string } };
+  | { kind: 'error'; error: Error & { code?: string } }
+  /** The rewritten body could not be serialized (nesting beyond the JSON serializer's depth). */
+  | { kind: 'unserializable' };
 
 /** Sends the client's request to the attempt's provider; never throws. */
 export async function send(
@@ -129,7 +142,12 @@ export async function send(
   injectTraceHeaders(headers, attempt.span, provider.propagateTraceContext);
   // A response the gateway must read (sanitize, inspect) has to arrive uncompressed.
   if (attempt.mode.kind !== 'raw') delete headers['accept-encoding'];
-  const body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);
+  let body: Buffer | undefined;
+  try {
+    body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);
+  } catch {
+    return { kind: 'unserializable' };
+  }
   try {
     const response = await upstream.request({
       origin: provider.endpoint.origin,
@@ -137,7 +155,7 @@ export async function send(
       method: method as Dispatcher.HttpMethod,
       headers,
       body: body ?? null,
-      signal: attempt.controller.signal,
+      signal: attempt.signal,
     });
     setAttemptStatus(attempt.span, response.statusCode);
     return { kind: 'response', response };

@@ -69,6 +69,9 @@ export function passThrough(
   const { res } = ctx;
   const body = response.body;
   res.writeHead(response.statusCode, headersFor(attempt, response.headers, false));
+  // An event stream's head goes out at once: the client learns the answer started even if the
+  // provider then stalls (and the request is not counted as served with nothing sent).
+  if (prefix.length === 0 && isEventStream(response.headers['content-type'])) res.flushHeaders();
   for (const chunk of prefix) res.write(chunk);
   if (body.errored) {
     upstreamBodyFailed(ctx, attempt, body.errored, deps);
@@ -105,6 +108,11 @@ export function writeTransformedStreamHead(
   const headers = headersFor(attempt, upstream, true);
   headers['content-type'] = 'text/event-stream; charset=utf-8';
   ctx.res.writeHead(status, headers);
+  ctx.res.flushHeaders();
+}
+
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.includes('text/event-stream');
 }
 
 /** Answers a JSON body the gateway produced (sanitized success or standard error). */
@@ -152,13 +160,12 @@ export function logAndDropErrorBody(
   });
   body.on('error', () => {});
   body.once('close', () => {
+    let text = Buffer.concat(chunks).subarray(0, ERROR_LOG_BYTES).toString('utf8');
+    // A provider may echo the credential it was sent ("Incorrect API key provided: ...").
+    const secret = attempt.provider.gatewayKey;
+    if (secret !== undefined && secret.length > 0) text = text.split(secret).join('[redacted]');
     deps.logger.debug(
-      {
-        model: ctx.model,
-        provider: attempt.provider.name,
-        status,
-        upstreamBody: Buffer.concat(chunks).subarray(0, ERROR_LOG_BYTES).toString('utf8'),
-      },
+      { model: ctx.model, provider: attempt.provider.name, status, upstreamBody: text },
       'upstream error response (replaced for the client)',
     );
   });
@@ -180,6 +187,12 @@ export function pumpTransformed(
   const { res } = ctx;
   const body = response.body;
   let finished = false;
+  if (ctx.isClosed) {
+    // The client left between the commit point and here.
+    discard(body);
+    onFinished();
+    return;
+  }
   const finish = (how: 'end' | 'destroy'): void => {
     if (finished) return;
     finished = true;

@@ -15,7 +15,8 @@ export type Traffic = 'realtime' | 'dispatched';
  */
 export class RequestContext {
   readonly startedAt = performance.now();
-  readonly abort = new AbortController();
+  /** Called if the client goes away before its response finished (upstream work to abort). */
+  #abandonListeners: (() => void)[] | undefined;
   /** `model` metric label: the alias without class suffix, empty until resolved. */
   model = '';
   route: AliasRoute | undefined;
@@ -72,14 +73,34 @@ export class RequestContext {
     return this.inflightCounted;
   }
 
-  /** Releases every grant; safe to call more than once. Aborts upstream work still running. */
+  /**
+   * Registers work to abort when the client leaves before its response finished; returns the
+   * unsubscribe function. (A plain listener list: an AbortController per request would build a
+   * DOMException with a stack trace on every abort.)
+   */
+  onAbandon(listener: () => void): () => void {
+    (this.#abandonListeners ??= []).push(listener);
+    return () => {
+      const listeners = this.#abandonListeners;
+      const at = listeners?.indexOf(listener) ?? -1;
+      if (at >= 0) listeners!.splice(at, 1);
+    };
+  }
+
+  /** Releases every grant; safe to call more than once. Aborts upstream work of an unfinished response. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // Abort unfinished upstream work first: releasing grants disposes the attempts, which would
+    // unsubscribe them before they heard of it.
+    const listeners = this.#abandonListeners;
+    this.#abandonListeners = undefined;
+    if (listeners !== undefined && !this.res.writableFinished) {
+      for (const listener of [...listeners]) listener();
+    }
     const grants = this.grants;
     this.grants = [];
     for (const grant of grants) grant.release();
-    if (!this.abort.signal.aborted) this.abort.abort();
   }
 
   get isClosed(): boolean {

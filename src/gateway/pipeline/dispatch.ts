@@ -47,13 +47,16 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
   for (let i = 0; i < attempts; i++) {
     const provider = order[i]!;
     const last = i === attempts - 1;
-    const labels = { model: ctx.model, pool: route.key, provider: provider.name };
+    // upstream_attempts_total labels, in labelNames order: model, pool, provider, outcome.
+    const countAttempt = (outcome: string): void =>
+      deps.metrics.attemptsOf.get(ctx.model, route.key, provider.name, outcome).inc();
 
     const grants = new GrantSet();
-    const refusal = await acquireProviderLimits(provider, grants);
+    const limited = provider.rateLimit !== undefined || provider.concurrencyLimit !== undefined;
+    const refusal = limited ? await acquireProviderLimits(provider, grants) : null;
     if (refusal) {
       grants.release();
-      deps.metrics.upstreamAttempts.inc({ ...labels, outcome: 'local_refusal' });
+      countAttempt('local_refusal');
       if (!last && fallback?.onRateLimit) continue;
       return refusalError(refusal);
     }
@@ -74,14 +77,25 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
       grants.release();
     };
 
-    const sent = await send(ctx, attempt, deps.upstream);
+    let sent: Awaited<ReturnType<typeof send>>;
+    try {
+      sent = await send(ctx, attempt, deps.upstream);
+    } catch (error) {
+      finishAttempt();
+      throw error;
+    }
     let reason: AbandonReason;
     let status: number | undefined;
+    if (sent.kind === 'unserializable') {
+      attempt.probe?.unknown();
+      finishAttempt();
+      return gatewayErrors.bodyTooDeep();
+    }
     if (sent.kind === 'error') {
       if (ctx.isClosed) {
         attempt.probe?.unknown();
         finishAttempt();
-        deps.metrics.upstreamAttempts.inc({ ...labels, outcome: 'client_gone' });
+        countAttempt('client_gone');
         return undefined;
       }
       reason = attempt.expired ? 'deadline' : 'connection_error';
@@ -102,9 +116,15 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
     } else {
       // The attempt's grants and probe stay alive until the response is done with.
       ctx.hold({ ok: true, release: finishAttempt });
-      const served = await serveResponse(ctx, attempt, sent.response, !last, deps, finishAttempt);
+      let served: Awaited<ReturnType<typeof serveResponse>>;
+      try {
+        served = await serveResponse(ctx, attempt, sent.response, !last, deps, finishAttempt);
+      } catch (error) {
+        finishAttempt();
+        throw error;
+      }
       if (served.kind === 'committed') {
-        deps.metrics.upstreamAttempts.inc({ ...labels, outcome: 'committed' });
+        countAttempt('committed');
         return undefined;
       }
       reason = served.reason;
@@ -114,7 +134,7 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
 
     if (reason === 'deadline') attempt.probe?.deadlineExpired(attempt.elapsedMs());
     finishAttempt();
-    deps.metrics.upstreamAttempts.inc({ ...labels, outcome: reason });
+    countAttempt(reason);
     if (ctx.isClosed) return undefined;
     lastFailure =
       reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable();

@@ -51,6 +51,8 @@ export const gatewayErrors = {
       'No model named: send the alias in the JSON body field `model` or in the `model-override` header.',
       { param: 'model' },
     ),
+  bodyTooDeep: () =>
+    make(400, 'invalid_request_error', 'invalid_body', 'The request body is nested too deeply to forward.'),
   invalidJson: () =>
     make(400, 'invalid_request_error', 'invalid_json', 'The request body is not valid JSON.'),
   unauthorized: () =>

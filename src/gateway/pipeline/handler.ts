@@ -133,7 +133,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
   const unreasonable = planRequestReasoning(ctx);
   if (unreasonable) return reject(ctx, unreasonable, deps);
 
-  if (ctx.countInflight()) deps.metrics.modelInflight.inc({ model: ctx.model });
+  if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.model).inc();
   const failed = await dispatch(ctx, { ...deps, sseBufferLimit: deps.options.sseBufferLimit });
   if (failed) reject(ctx, failed, deps);
 }
@@ -172,11 +172,11 @@ function finish(ctx: RequestContext, deps: HandlerDeps): void {
     ctx.res.headersSent ? ctx.res.statusCode : undefined,
     ctx.res.headersSent ? undefined : 'client_gone',
   );
-  if (ctx.countedInflight) deps.metrics.modelInflight.dec({ model: ctx.model });
+  const metrics = deps.metrics;
+  if (ctx.countedInflight) metrics.inflightOf.get(ctx.model).dec();
+  // Label order follows each metric's labelNames: requests (model, status, traffic),
+  // duration (model, traffic).
   const status = ctx.res.headersSent ? String(ctx.res.statusCode) : CLIENT_CLOSED;
-  deps.metrics.requests.inc({ model: ctx.model, status, traffic: ctx.traffic });
-  deps.metrics.requestDuration.observe(
-    { model: ctx.model, traffic: ctx.traffic },
-    (performance.now() - ctx.startedAt) / 1000,
-  );
+  metrics.requestsOf.get(ctx.model, status, ctx.traffic).inc();
+  metrics.durationOf.get(ctx.model, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
 }

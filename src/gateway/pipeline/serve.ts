@@ -26,6 +26,8 @@ import {
 import type { RequestContext } from './context.js';
 import { discard, readAll, readUntil, release } from './read-upstream.js';
 
+const ERROR_KEY = Buffer.from('"error"');
+
 /** Largest non-streamed response body the gateway reads to inspect or sanitize it. */
 const MAX_INSPECTED_BODY_BYTES = 64 * 1024 * 1024;
 
@@ -50,11 +52,15 @@ function isJson(contentType: string | string[] | undefined): boolean {
   return typeof contentType === 'string' && contentType.includes('json');
 }
 
-/** The `error` value of a parsed JSON object carrying one (spec: errors inside a 200). */
+/**
+ * The error a parsed 200 body or first frame carries (spec: errors inside a 200): an `error` field,
+ * or an engine error object (`"object": "error"`, as vLLM writes it), which is its own error.
+ */
 function embeddedErrorOf(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const error = (value as { error?: unknown }).error;
-  return error === null ? undefined : error;
+  const object = value as { error?: unknown; object?: unknown };
+  if (object.object === 'error') return value;
+  return object.error === null ? undefined : object.error;
 }
 
 /**
@@ -179,7 +185,10 @@ async function serveBody(
   }
 
   if (mode.kind === 'raw') {
-    const error = embeddedErrorOf(parseJsonSafe(read.bytes.toString('utf8')));
+    // Parse only a body that can carry an embedded error at all.
+    const error = read.bytes.includes(ERROR_KEY)
+      ? embeddedErrorOf(parseJsonSafe(read.bytes.toString('utf8')))
+      : undefined;
     if (error !== undefined) {
       const embedded = embeddedStatus(error);
       if (abandonsFor(ctx, attempt, embedded, canRetry)) {
@@ -325,6 +334,12 @@ async function serveTransformedStream(
     return false;
   });
   if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
+  if (ctx.isClosed) {
+    // The client left while the first frame was awaited: nothing to commit.
+    discard(response.body);
+    onFinished();
+    return { kind: 'committed' };
+  }
 
   if (embedded !== undefined && abandonsFor(ctx, attempt, embedded, canRetry)) {
     discard(response.body);

@@ -1,5 +1,29 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/**
+ * Labelled children by their label values. prom-client hashes the label object on every `inc` or
+ * `observe`; the request path instead looks its child up once per label combination. Label values
+ * are bounded by configuration (spec 6: label sets persist), so the cache never needs eviction.
+ */
+class Children<C> {
+  readonly #map = new Map<string, C>();
+  readonly #make: (values: string[]) => C;
+
+  constructor(make: (values: string[]) => C) {
+    this.#make = make;
+  }
+
+  get(...values: string[]): C {
+    const key = values.join('\u0000');
+    let child = this.#map.get(key);
+    if (child === undefined) {
+      child = this.#make(values);
+      this.#map.set(key, child);
+    }
+    return child;
+  }
+}
+
 /** Request-duration buckets (seconds): sub-millisecond gateway answers up to multi-minute streams. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -32,6 +56,12 @@ export class GatewayMetrics {
   readonly unsupportedParams: Counter<'param' | 'model' | 'traffic' | 'action'>;
 
   readonly prefix: string;
+
+  /** Request-path children: (model, status, traffic), (model, traffic), (model), (model, pool, provider, outcome). */
+  readonly requestsOf: Children<Counter.Internal>;
+  readonly durationOf: Children<Histogram.Internal<'model' | 'traffic'>>;
+  readonly inflightOf: Children<Gauge.Internal<'model'>>;
+  readonly attemptsOf: Children<Counter.Internal>;
 
   constructor(prefix: string) {
     this.prefix = prefix;
@@ -118,6 +148,11 @@ export class GatewayMetrics {
       labelNames: ['param', 'model', 'traffic', 'action'],
       registers,
     });
+
+    this.requestsOf = new Children((v) => this.requests.labels(...v));
+    this.durationOf = new Children((v) => this.requestDuration.labels(...v));
+    this.inflightOf = new Children((v) => this.modelInflight.labels(...v));
+    this.attemptsOf = new Children((v) => this.upstreamAttempts.labels(...v));
 
     collectDefaultMetrics({ register: this.registry });
   }
