@@ -72,7 +72,6 @@ const LAYOUT = 'v1';
  */
 export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseReturn {
   readonly client: SharedStateClient;
-  readonly policies: FailurePolicies;
   readonly #prefix: string;
   readonly #leaseMs: number;
   readonly #policy: DegradedDecisions;
@@ -88,7 +87,6 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
     this.#prefix = `${options.prefix}${LAYOUT}:`;
     this.#leaseMs = options.leaseMs;
     this.#logger = options.logger;
-    this.policies = options.policies;
     this.#metrics = options.metrics;
     this.#metrics.up.set(0);
     this.#policy = new DegradedDecisions(options.policies, this.#metrics, options.logger);
@@ -125,6 +123,7 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
 
   /** Stops renewing and closes the connection; unreleased leases then expire on their own. */
   async close(): Promise<void> {
+    this.#flushReleases();
     clearInterval(this.#renewTimer);
     this.#renewTimer = undefined;
     await this.client.close();
