@@ -69,6 +69,16 @@ describe('echo directives', () => {
     );
   });
 
+  it('reads directives whose JSON carries the separators JSON.stringify leaves unescaped', () => {
+    for (const text of ['a\u2028b', '\u2029', 'x\u0085y']) {
+      expect(parseEchoDirective(`@sim ${JSON.stringify({ text })}`)).toEqual({
+        found: true,
+        ok: true,
+        directive: { text },
+      });
+    }
+  });
+
   it('finds nothing in text without a directive line, and never throws on arbitrary input', () => {
     fc.assert(
       fc.property(fc.array(otherLine, { maxLength: 6 }), (lines) => {

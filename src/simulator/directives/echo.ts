@@ -32,7 +32,8 @@ export type EchoParse =
   | { found: true; ok: true; directive: EchoDirective }
   | { found: true; ok: false; message: string };
 
-const DIRECTIVE_LINE = /^[ \t]*@sim(?:[ \t]+(.*))?$/;
+// `[\s\S]`, not `.`: JSON.stringify leaves U+2028/U+2029 unescaped, and `.` does not match them.
+const DIRECTIVE_LINE = /^[ \t]*@sim(?:[ \t]+([\s\S]*))?$/;
 
 /** Finds and validates the echo directive in `text`. Never throws. */
 export function parseEchoDirective(text: string): EchoParse {
