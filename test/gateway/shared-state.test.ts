@@ -184,7 +184,7 @@ describe('limits shared by two gateway processes', () => {
 
   it("a SIGKILLed gateway's slots expire after the lease and the capacity returns", async () => {
     const config = { auth, targets: { m: { url: slow.url, keys: ['acme'], inflight_limit: 1 } } };
-    const leaseSecs = 1;
+    const leaseSecs = 2;
     const leaseArgs = ['--shared-state-lease-secs', String(leaseSecs), '--shared-state-timeout-ms', '300'];
     const [a, b] = await sharedGateways(config, newPrefix(), [leaseArgs, leaseArgs]);
     const held = await hold(a!, 'm', acme);

@@ -237,11 +237,12 @@ describe('leases', () => {
   });
 
   it('a live replica renews its slots, so a long request keeps its slot past the lease', async () => {
-    const [a, b] = await replicas(2, { leaseMs: 600 });
+    // Renewed every 400 ms: only a stall of 800 ms could let it lapse.
+    const [a, b] = await replicas(2, { leaseMs: 1200 });
     const params = { inflight_limit: 1 };
     const held = grant(await a!.store.accountInflight('account:llama', 'llama', params).acquire('acme'));
     const onB = b!.store.accountInflight('account:llama', 'llama', params);
-    await sleep(1500);
+    await sleep(2000);
     refusal(await onB.acquire('acme'));
     held.release();
     await admin.ping();
