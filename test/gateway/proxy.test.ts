@@ -354,7 +354,8 @@ describe('limits (spec 7.1, 8)', () => {
   });
 
   it('caps in-flight requests per account with Retry-After: 1, and keys without an account are not counted', async () => {
-    a.respondWith(sseReply([{ n: 1 }, { n: 2 }, { n: 3 }], 200));
+    // Streams last about 2 s, so the ones that must overlap do, even on a loaded machine.
+    a.respondWith(sseReply([{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }], 500));
     const gateway = await gatewayWith({
       auth: {
         key_definitions: {
