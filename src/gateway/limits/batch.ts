@@ -1,3 +1,4 @@
+import { batchRefusal } from './refusals.js';
 import { Lease, type LeaseOwner } from './lease.js';
 import type { BatchLimiter, BatchRefusal, Grant } from './types.js';
 
@@ -39,18 +40,7 @@ export class BatchInflight implements BatchLimiter, LeaseOwner {
     const limit = params.batch_inflight_limit ?? Infinity;
     this.#cap = params.enforce ? limit : Infinity;
     this.#predecessor = predecessor ?? null;
-    this.#refusal = Object.freeze({
-      ok: false as const,
-      kind: 'batch' as const,
-      scope: 'alias' as const,
-      alias,
-      limit,
-      status: 529 as const,
-      code: 'batch_capacity_exceeded',
-      type: 'overloaded_error',
-      retryAfterSeconds: 1,
-      message: 'Batch capacity exceeded',
-    });
+    this.#refusal = batchRefusal(alias, limit);
   }
 
   acquire(): Grant | BatchRefusal {

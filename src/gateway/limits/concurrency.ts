@@ -1,3 +1,4 @@
+import { concurrencyRefusal } from './refusals.js';
 import { Lease, type LeaseOwner } from './lease.js';
 import type { LimitSubject } from './token-bucket.js';
 import type { ConcurrencyLimiter, ConcurrencyRefusal, Grant } from './types.js';
@@ -27,18 +28,7 @@ export class ConcurrencyPermits implements ConcurrencyLimiter, LeaseOwner {
     this.params = params;
     this.#max = params.max_concurrent_requests;
     this.#predecessor = predecessor ?? null;
-    this.#refusal = Object.freeze({
-      ok: false as const,
-      kind: 'concurrency' as const,
-      scope: subject.scope,
-      subject: subject.subject,
-      limit: params.max_concurrent_requests,
-      status: 429 as const,
-      code: 'concurrency_limit_exceeded',
-      type: 'rate_limit_error',
-      retryAfterSeconds: undefined,
-      message: 'Concurrency limit exceeded',
-    });
+    this.#refusal = concurrencyRefusal(subject, params.max_concurrent_requests);
   }
 
   acquire(): Grant | ConcurrencyRefusal {

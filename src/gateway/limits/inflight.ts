@@ -1,3 +1,4 @@
+import { inflightRefusal } from './refusals.js';
 import { Lease, type LeaseOwner } from './lease.js';
 import type { Grant, InflightLimiter, InflightRefusal } from './types.js';
 
@@ -49,7 +50,7 @@ export class AccountInflight implements InflightLimiter, LeaseOwner {
   acquire(account: string | undefined): Grant | InflightRefusal {
     if (account !== undefined) {
       const limit = this.limitFor(account);
-      if (this.countFor(account) >= limit) return refusal(this.alias, account, limit);
+      if (this.countFor(account) >= limit) return inflightRefusal(this.alias, account, limit);
       this.#perAccount.set(account, (this.#perAccount.get(account) ?? 0) + 1);
     }
     this.#total++;
@@ -82,20 +83,4 @@ export class AccountInflight implements InflightLimiter, LeaseOwner {
     if (predecessor !== null && predecessor.inFlight() === 0) this.#predecessor = null;
     return this.#predecessor;
   }
-}
-
-function refusal(alias: string, account: string, limit: number): InflightRefusal {
-  return {
-    ok: false,
-    kind: 'inflight',
-    scope: 'account',
-    alias,
-    account,
-    limit,
-    status: 429,
-    code: 'inflight_limit_exceeded',
-    type: 'rate_limit_error',
-    retryAfterSeconds: 1,
-    message: 'Too many requests in flight for this account',
-  };
 }

@@ -1,3 +1,4 @@
+import { rateLimitRefusal } from './refusals.js';
 import type { Clock } from './clock.js';
 import {
   NO_OP_GRANT,
@@ -51,17 +52,7 @@ export class TokenBucket implements RateLimiter {
     this.#perMs = Math.max(0, params.requests_per_second) / 1000;
     this.#tokens = Math.min(this.#capacity, Math.max(0, initialTokens ?? this.#capacity));
     this.#last = clock.now();
-    this.#refusal = Object.freeze({
-      ok: false as const,
-      kind: 'rate_limit' as const,
-      scope: subject.scope,
-      subject: subject.subject,
-      status: 429 as const,
-      code: 'rate_limit',
-      type: 'rate_limit_error',
-      retryAfterSeconds: undefined,
-      message: 'Rate limit exceeded',
-    });
+    this.#refusal = rateLimitRefusal(subject);
   }
 
   /** Takes one token if available. */

@@ -8,7 +8,7 @@ import {
   concurrencyRefusal,
   inflightRefusal,
   rateLimitRefusal,
-} from '../../../src/gateway/limits/redis/refusals.js';
+} from '../../../src/gateway/limits/refusals.js';
 import { TokenBucket } from '../../../src/gateway/limits/token-bucket.js';
 import { refusal } from './helpers.js';
 

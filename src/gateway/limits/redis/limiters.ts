@@ -19,7 +19,7 @@ import {
 } from '../types.js';
 import type { LocalCount } from './leases.js';
 import type { SharedLimitKind } from './policy.js';
-import { batchRefusal, concurrencyRefusal, inflightRefusal, rateLimitRefusal } from './refusals.js';
+import { batchRefusal, concurrencyRefusal, inflightRefusal, rateLimitRefusal } from '../refusals.js';
 
 /** One shared decision of a request: what the admission script (or the failure policy) decides. */
 export type Step =

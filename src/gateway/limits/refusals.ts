@@ -1,10 +1,10 @@
-import type { LimitSubject } from '../token-bucket.js';
-import type { BatchRefusal, ConcurrencyRefusal, InflightRefusal, RateLimitRefusal } from '../types.js';
+import type { LimitSubject } from './token-bucket.js';
+import type { BatchRefusal, ConcurrencyRefusal, InflightRefusal, RateLimitRefusal } from './types.js';
 
 /**
- * The refusals of spec 7.1, field for field what the in-memory limiters answer (a test compares
- * them), so a client cannot tell a shared limit from a local one. A fail_closed decision answers
- * with the same refusal: the client sees the limit, the operator sees the degraded metric.
+ * The refusals of spec 7.1, built in one place for the in-memory and the shared (Redis) limiters,
+ * so a client cannot tell a shared limit from a local one. A fail_closed decision answers with the
+ * same refusal: the client sees the limit, the operator sees the degraded metric.
  */
 
 export function rateLimitRefusal(subject: LimitSubject): RateLimitRefusal {
