@@ -11,7 +11,9 @@
  * - `proxy`: `floor` or a gateway configuration (`plain`, `limits`, `pool`, `strict`);
  * - `bin`: another gateway build's `bin/gateway.js` (a `git worktree` of the earlier commit, built,
  *   with a `node_modules` symlink to this checkout's);
- * - `node`: node flags for the proxy process (space-separated, e.g. `--max-semi-space-size=16`);
+ * - `node`: node flags for the proxy process (space-separated, e.g. `--max-semi-space-size=8`;
+ *   default: the shipped flags, SHIPPED_NODE_ARGS in bench/support/services.ts; `node=` for Node's
+ *   defaults);
  * - `args`: extra program arguments (e.g. the floor's `--abort-on-close always`).
  *
  * Prints per variant: median rate, latency percentiles, proxy CPU per 10k requests, peak RSS, and
@@ -24,7 +26,13 @@ import { closedLoopStreams } from './drivers/streaming.ts';
 import { BENCH_TOKEN, GATEWAY_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
 import { STREAM_CHUNKS } from './support/payloads.ts';
 import { fmt, machine, renderMachine } from './support/report.ts';
-import { startFloor, startGateway, startUpstream, type RunningProxy } from './support/services.ts';
+import {
+  SHIPPED_NODE_ARGS,
+  startFloor,
+  startGateway,
+  startUpstream,
+  type RunningProxy,
+} from './support/services.ts';
 import { Samples, median, sum } from './support/stats.ts';
 import type { CpuWindow, Target } from './support/target.ts';
 
@@ -52,7 +60,8 @@ function parseVariant(text: string): Variant {
       .get(key)
       ?.split(' ')
       .filter((w) => w.length > 0) ?? [];
-  return { name, proxy, bin: fields.get('bin'), nodeArgs: words('node'), args: words('args') };
+  const nodeArgs = fields.has('node') ? words('node') : [...SHIPPED_NODE_ARGS];
+  return { name, proxy, bin: fields.get('bin'), nodeArgs, args: words('args') };
 }
 
 interface Window {

@@ -3,15 +3,22 @@
  * `--cpu-prof`, warms it up, drives it, stops it (SIGTERM, so the profile is written) and prints
  * the aggregated profile (bench/analyze-profile.ts).
  *
- *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|stream|reload]
- *                         [--seconds 20] [--warmup 5] [--out DIR] [--top 30] [--proxy-node-args "..."]
+ *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|reload]
+ *                         [--seconds 20] [--warmup 5] [--out DIR] [--top 30] [--proxy-node-args="..."]
  *
  * `--mode gc` runs the proxy with `--trace-gc` instead of the CPU profiler and reports, over the
  * measured window, how much it allocated per request (the sum of heap growth between collections)
- * and how long its collections paused it: GC pressure, independent of how busy the machine is.
+ * and how long its collections paused it (total, longest, how many over 1 ms): GC pressure,
+ * independent of how busy the machine is.
+ *
+ * `--load open` drives 1,000 req/s open loop (the open-loop row) and prints the latency it saw, so
+ * GC pauses can be set against the tail.
  *
  * `--load reload` profiles a gateway with 1,000 aliases under 1,000 req/s open loop while its
  * config file is rewritten every second (the reload row), and prints the latency it saw.
+ *
+ * `--proxy-node-args` replaces the shipped Node.js flags (bench/support/services.ts,
+ * SHIPPED_NODE_ARGS); `--proxy-node-args=` profiles with Node's defaults.
  *
  * The warm-up is inside the profile (a process can only be profiled from its start); keep
  * `--seconds` well above `--warmup` so it is a small share.
@@ -22,6 +29,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { renderSummary, summarize, type CpuProfile } from './analyze-profile.ts';
 import { closedLoop } from './drivers/closed-loop.ts';
+import { openLoop } from './drivers/open-loop.ts';
 import { closedLoopStreams } from './drivers/streaming.ts';
 import { reloadWindow } from './scenarios/reload.ts';
 import {
@@ -33,6 +41,7 @@ import {
 } from './support/configs.ts';
 import { STREAM_CHUNKS } from './support/payloads.ts';
 import {
+  SHIPPED_NODE_ARGS,
   startFloor,
   startGateway,
   startUpstream,
@@ -62,6 +71,8 @@ const gc = {
   lastAfter: undefined as number | undefined,
   allocatedMB: 0,
   pauseMs: 0,
+  longestPauseMs: 0,
+  pausesOver1Ms: 0,
   scavenges: 0,
   majors: 0,
 };
@@ -74,7 +85,10 @@ function onGcLine(line: string): void {
   const after = Number(match[3]);
   if (gc.measuring) {
     if (gc.lastAfter !== undefined) gc.allocatedMB += Math.max(0, before - gc.lastAfter);
-    gc.pauseMs += Number(match[4]);
+    const pause = Number(match[4]);
+    gc.pauseMs += pause;
+    gc.longestPauseMs = Math.max(gc.longestPauseMs, pause);
+    if (pause > 1) gc.pausesOver1Ms++;
     if (match[1] === 'Scavenge' || match[1] === 'Minor Mark-Sweep') gc.scavenges++;
     else gc.majors++;
   }
@@ -83,11 +97,12 @@ function onGcLine(line: string): void {
 const proxy = values.proxy as GatewayKind | 'floor';
 if (proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
 const load = values.load;
-if (load !== 'closed' && load !== 'stream' && load !== 'reload') throw new Error(`unknown load ${load}`);
+if (load !== 'closed' && load !== 'open' && load !== 'stream' && load !== 'reload')
+  throw new Error(`unknown load ${load}`);
 if (load === 'reload' && proxy !== 'plain') throw new Error('--load reload profiles the plain gateway');
 const outDir = values.out ?? join(tmpdir(), `gateway-profile-${Date.now()}`);
 mkdirSync(outDir, { recursive: true });
-const extra = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [];
+const extra = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [...SHIPPED_NODE_ARGS];
 const nodeArgs = gcMode
   ? ['--trace-gc', ...extra]
   : ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${proxy}-${load}.cpuprofile`, ...extra];
@@ -132,6 +147,15 @@ try {
       const l = r.load.latency;
       return `${r.reloads} reloads for ${r.rewrites} rewrites; latency p50/p99/max ${l.percentile(50).toFixed(2)}/${l.percentile(99).toFixed(2)}/${l.max.toFixed(2)} ms`;
     }
+    if (load === 'open') {
+      const r = await openLoop(target, upstream.service.pid, {
+        ratePerSecond: 1000,
+        durationSeconds: seconds,
+      });
+      served += r.ok + r.failed;
+      const l = r.latency;
+      return `${(r.ok / r.durationSeconds).toFixed(0)} req/s, ${r.failed} failed; latency p50/p99/p99.9/max ${l.percentile(50).toFixed(2)}/${l.percentile(99).toFixed(2)}/${l.percentile(99.9).toFixed(2)}/${l.max.toFixed(2)} ms; send lag p99 ${r.lag.percentile(99).toFixed(2)} ms`;
+    }
     if (load === 'closed') {
       const r = await closedLoop(target, upstream.service.pid, {
         connections: 32,
@@ -164,7 +188,8 @@ try {
       `### ${proxy}, ${load} load, GC over the measured window (${measured})\n\n` +
         `${requests} served; ${gc.scavenges} young and ${gc.majors} full collections; ` +
         `~${((gc.allocatedMB * 1024) / requests).toFixed(1)} KB allocated per request; ` +
-        `GC pauses ${gc.pauseMs.toFixed(0)} ms (${((gc.pauseMs * 1000) / requests).toFixed(1)} µs per request)\n`,
+        `GC pauses ${gc.pauseMs.toFixed(0)} ms (${((gc.pauseMs * 1000) / requests).toFixed(1)} µs per request), ` +
+        `longest ${gc.longestPauseMs.toFixed(1)} ms, ${gc.pausesOver1Ms} over 1 ms\n`,
     );
   } else {
     await running.stop();

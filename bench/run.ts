@@ -4,6 +4,7 @@
  * performance budget with a verdict per line; progress goes to stderr.
  *
  *   node bench/run.ts [--quick] [--json <file>] [--only closed,open,stream,paced,memory,reload]
+ *                     [--quiet-wait <seconds>] [--proxy-node-args=<flags>]
  *
  * Layout (three processes share the cores; see docs/performance.md):
  * - this process: the load generators (autocannon for the closed loop, undici for the open loop and
@@ -41,6 +42,7 @@ import {
   type Row,
 } from './support/report.ts';
 import {
+  SHIPPED_NODE_ARGS,
   startFloor,
   startGateway,
   startUpstream,
@@ -521,6 +523,20 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
   return lines;
 }
 
+const USAGE = `Usage: node bench/run.ts [options]
+
+  --quick                   one round with short windows (about 90 s; make bench-quick)
+  --only <sections>         comma-separated subset of: ${SECTIONS.join(',')}
+  --json <file>             also write the rows and the budget lines as JSON
+  --quiet-wait <seconds>    wait up to this long before each window for other programs to go
+                            quiet (full run 10, quick run 0)
+  --proxy-node-args=<flags> Node.js flags of every proxy process, floor included (default: the
+                            shipped ${SHIPPED_NODE_ARGS.join(' ')}; --proxy-node-args= for Node's defaults)
+  --help                    this text
+
+The table goes to stdout, progress to stderr.
+`;
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -529,19 +545,25 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       'quiet-wait': { type: 'string' },
       'proxy-node-args': { type: 'string' },
+      help: { type: 'boolean', default: false },
     },
   });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
   const plan: Plan = { ...(values.quick ? QUICK : FULL) };
   if (values['quiet-wait'] !== undefined) plan.quietWaitSeconds = Number(values['quiet-wait']);
-  const nodeArgs = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [];
+  const nodeArgs = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [
+    ...SHIPPED_NODE_ARGS,
+  ];
+  const nodeArgsText = nodeArgs.length ? nodeArgs.join(' ') : 'Node.js default flags';
   const only = new Set<Section>(
     values.only ? (values.only.split(',').map((s) => s.trim()) as Section[]) : SECTIONS,
   );
   for (const section of only) if (!SECTIONS.includes(section)) throw new Error(`unknown section ${section}`);
   const host = machine();
-  log(
-    `${plan.name} run; ${renderMachine(host)}${nodeArgs.length ? `; proxies run with ${nodeArgs.join(' ')}` : ''}`,
-  );
+  log(`${plan.name} run; ${renderMachine(host)}; proxies run with ${nodeArgsText}`);
 
   const upstream = await startUpstream(2);
   const upstreamPid = upstream.service.pid;
@@ -741,7 +763,7 @@ async function main(): Promise<void> {
   const budgetLines = budget(rows, paced);
   const configs = GATEWAY_KINDS.map((kind) => `- gateway ${kind}: ${GATEWAY_DESCRIPTIONS[kind]}`).join('\n');
   const output = [
-    `## Benchmark (${plan.name}), ${renderMachine(host)}${nodeArgs.length ? `; proxies run with \`${nodeArgs.join(' ')}\`` : ''}`,
+    `## Benchmark (${plan.name}), ${renderMachine(host)}; proxies run with \`${nodeArgsText}\``,
     '',
     `Rounds: ${plan.rounds}; closed loop ${plan.closedSeconds} s, open loop ${plan.openSeconds} s, ` +
       `streaming ${plan.streamSeconds} s / ${plan.pacedSeconds} s per window; warm-up ${plan.warmupSeconds} s per target. ` +

@@ -19,7 +19,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-node bin/gateway.js --targets "$CONFIG" --host 127.0.0.1 --port "$GATEWAY_PORT" \
+# The Node.js flags the image ships with (Dockerfile NODE_OPTIONS), unless NODE_OPTIONS is set.
+NODE_OPTIONS=${NODE_OPTIONS:---max-semi-space-size=16} node bin/gateway.js --targets "$CONFIG" --host 127.0.0.1 --port "$GATEWAY_PORT" \
   --metrics-port "$ADMIN_PORT" --shutdown-delay-secs 0 &
 gateway_pid=$!
 

@@ -4,9 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, spawnService, type LogLine, type Service } from './process.ts';
 
-/** Node arguments for every proxy process (the gateway and the floor), e.g. `--cpu-prof`. */
+/**
+ * The Node.js flags the gateway ships with: the image's `NODE_OPTIONS` (Dockerfile) and the chart's
+ * `gateway.nodeOptions` (test/chart/dockerfile.test.ts keeps the three equal). Every proxy process
+ * of the benchmark, the floor included, runs with them unless told otherwise, so the gateway is
+ * measured as deployed and the floor under the same heap sizing.
+ */
+export const SHIPPED_NODE_ARGS: readonly string[] = ['--max-semi-space-size=16'];
+
 export interface ProxyProcessOptions {
-  nodeArgs?: string[];
+  /** Node arguments of the proxy process (default `SHIPPED_NODE_ARGS`), e.g. `--cpu-prof`. */
+  nodeArgs?: readonly string[];
   /** Called with every non-JSON output line of the proxy (e.g. `--trace-gc` lines). */
   onText?: (line: string) => void;
   /** Extra program arguments (after the script). */
@@ -38,7 +46,10 @@ export async function startFloor(
     'floor',
     join(ROOT, 'bench/floor-proxy.ts'),
     ['--upstream', `http://127.0.0.1:${upstreamPort}`, ...(options.args ?? [])],
-    { nodeArgs: options.nodeArgs ?? [], ...(options.onText ? { onText: options.onText } : {}) },
+    {
+      nodeArgs: [...(options.nodeArgs ?? SHIPPED_NODE_ARGS)],
+      ...(options.onText ? { onText: options.onText } : {}),
+    },
   );
   const line = await service.waitForLine((l) => l.msg === 'listening');
   return { service, origin: `http://127.0.0.1:${line.port as number}` };
@@ -85,7 +96,7 @@ export async function startGateway(
       ...(options.args ?? []),
     ],
     {
-      nodeArgs: options.nodeArgs ?? [],
+      nodeArgs: [...(options.nodeArgs ?? SHIPPED_NODE_ARGS)],
       env: { LOG_LEVEL: 'info' },
       keep: isReload,
       ...(options.onText ? { onText: options.onText } : {}),

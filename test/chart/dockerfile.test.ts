@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SHIPPED_NODE_ARGS } from '../../bench/support/services.ts';
 import { ROOT, findObject, render } from './helm.ts';
 
 interface Instruction {
@@ -180,6 +181,37 @@ describe('Dockerfile', () => {
     ).template.spec;
     expect(spec.initContainers[0]!.command.slice(0, 2)).toEqual(['/nodejs/bin/node', '/app/bin/sim.js']);
     expect(spec.containers[0]!.command).toBeUndefined(); // the image entrypoint runs the gateway
+  });
+
+  it('ships one set of Node.js flags: image NODE_OPTIONS, chart gateway.nodeOptions, benchmark', () => {
+    const env = new Map(
+      only(runtime, 'ENV')
+        .flatMap((i) => i.args.split(/\s+/))
+        .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)] as const),
+    );
+    const imageFlags = env.get('NODE_OPTIONS');
+    expect(imageFlags).toMatch(/^--max-semi-space-size=\d+$/);
+    expect(imageFlags).toBe(SHIPPED_NODE_ARGS.join(' '));
+
+    const container = (rendered: ReturnType<typeof render>) =>
+      (
+        findObject(rendered, 'Deployment')!.spec as {
+          template: { spec: { containers: { name: string; env?: { name: string; value?: string }[] }[] } };
+        }
+      ).template.spec.containers.find((c) => c.name === 'gateway')!;
+    const nodeOptions = (rendered: ReturnType<typeof render>) =>
+      container(rendered).env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
+    const withNodeOptions = (value?: string) =>
+      render({
+        setJson: {
+          simulator: { sidecar: { enabled: true } },
+          ...(value === undefined ? {} : { gateway: { nodeOptions: value } }),
+        },
+      });
+    expect(nodeOptions(withNodeOptions())).toBe(imageFlags);
+    expect(nodeOptions(withNodeOptions('--max-semi-space-size=8'))).toBe('--max-semi-space-size=8');
+    // Empty: no NODE_OPTIONS from the chart (the image's ENV still applies).
+    expect(nodeOptions(withNodeOptions(''))).toBeUndefined();
   });
 
   it('passes hadolint where it is installed', (ctx) => {

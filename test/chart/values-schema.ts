@@ -121,6 +121,7 @@ function chartValues(): Schema {
       configPollSecs: int(1),
       keepAliveTimeoutSecs: int(1),
       extraArgs: { type: 'array', items: { type: 'string' } },
+      nodeOptions: str(),
     }),
     terminationGracePeriodSeconds: nullable(int(1)),
     terminationGraceMarginSeconds: int(0),
