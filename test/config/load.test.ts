@@ -91,8 +91,15 @@ describe('syntax errors', () => {
     const [issue] = issues(
       parseConfigText('{"targets": {"a": {"url": "http://a"}},\n "targets": {}}', 'c.json'),
     );
-    expect(issue).toMatchObject({ path: '$', line: 2 });
-    expect(issue!.message).toContain('Map keys must be unique');
+    expect(issue).toMatchObject({ path: '$', line: 2, column: 2 });
+    expect(issue!.message).toBe(
+      'JSON syntax error at line 2, column 2: duplicate key "targets" in one object (first at line 1, column 2); keys must be unique',
+    );
+  });
+
+  it('gives validation issues of a JSON file their line and column', () => {
+    const [issue] = issues(parseConfigText('{\n  "targets": {\n    "a": {"url": 5}\n  }\n}', 'c.json'));
+    expect(issue).toMatchObject({ path: '$.targets.a.url', line: 3, column: 11 });
   });
 
   it('reports a YAML error with line and column', () => {

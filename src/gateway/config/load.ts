@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { findDuplicateKeys } from './json-duplicates.js';
 import { jsonErrorOffset } from './json-error.js';
 import { collectIssues, configErrorMap, formatPath, type ConfigIssue, type PathSegment } from './issues.js';
 import { GatewayConfigEnvelopeSchema, GatewayConfigSchema, type GatewayConfig } from './schema.js';
@@ -34,11 +35,18 @@ function formatOf(source: string): Format | undefined {
   return undefined;
 }
 
+interface YamlView {
+  document: Document;
+  lineCounter: LineCounter;
+}
+
 interface Parsed {
   value: unknown;
-  /** The YAML view of the text, used to find the line of a validation issue. */
-  document: Document | undefined;
-  lineCounter: LineCounter;
+  /**
+   * The YAML view of the text, used to find the line of a validation issue; undefined when there is
+   * none. For JSON it is built only when asked, i.e. only when validation failed.
+   */
+  view(): YamlView | undefined;
 }
 
 type ParseOutcome = { ok: true; parsed: Parsed } | { ok: false; issues: ConfigIssue[] };
@@ -49,7 +57,7 @@ function position(lineCounter: LineCounter, offset: number): { line: number; col
   return { line: Math.max(line, 1), column: col };
 }
 
-function yamlDocument(text: string): { document: Document; lineCounter: LineCounter } {
+function yamlDocument(text: string): YamlView {
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
   return { document, lineCounter };
@@ -71,7 +79,7 @@ function syntaxIssue(format: Format, message: string, at: { line: number; column
 }
 
 function parseYaml(text: string): ParseOutcome {
-  let parsed: { document: Document; lineCounter: LineCounter };
+  let parsed: YamlView;
   try {
     parsed = yamlDocument(text);
   } catch (error) {
@@ -92,7 +100,7 @@ function parseYaml(text: string): ParseOutcome {
   try {
     return {
       ok: true,
-      parsed: { value: document.toJS({ maxAliasCount: MAX_YAML_ALIAS_COUNT }), document, lineCounter },
+      parsed: { value: document.toJS({ maxAliasCount: MAX_YAML_ALIAS_COUNT }), view: () => parsed },
     };
   } catch (error) {
     // toJS throws on alias bombs and unresolvable aliases; the document itself parsed.
@@ -123,27 +131,33 @@ function parseJson(text: string): ParseOutcome {
     const offset = jsonErrorOffset(text) ?? text.length;
     return { ok: false, issues: [syntaxIssue('json', jsonErrorMessage(raw), offsetPosition(text, offset))] };
   }
-  // JSON.parse keeps the last of two equal keys without a word; the YAML reading of the same text
-  // notices them (and gives the lines for validation issues). Without it, issues have no position.
-  let parsed: { document: Document; lineCounter: LineCounter };
-  try {
-    parsed = yamlDocument(text);
-  } catch {
-    return { ok: true, parsed: { value, document: undefined, lineCounter: new LineCounter() } };
-  }
-  const { document, lineCounter } = parsed;
-  const duplicates = document.errors.filter((error) => error.code === 'DUPLICATE_KEY');
+  // JSON.parse keeps the last of two equal keys without a word: refuse them instead.
+  const duplicates = findDuplicateKeys(text);
   if (duplicates.length > 0)
     return {
       ok: false,
-      issues: duplicates.map((error) =>
-        syntaxIssue('json', error.message, position(lineCounter, error.pos[0])),
-      ),
+      issues: duplicates.map(({ key, offset, firstOffset }) => {
+        const first = offsetPosition(text, firstOffset);
+        return syntaxIssue(
+          'json',
+          `duplicate key ${JSON.stringify(key)} in one object (first at line ${first.line}, column ${first.column}); keys must be unique`,
+          offsetPosition(text, offset),
+        );
+      }),
     };
-  return {
-    ok: true,
-    parsed: { value, document: document.errors.length === 0 ? document : undefined, lineCounter },
+  let view: YamlView | undefined | null = null;
+  const lazyView = (): YamlView | undefined => {
+    if (view === null) {
+      try {
+        const built = yamlDocument(text);
+        view = built.document.errors.length === 0 ? built : undefined;
+      } catch {
+        view = undefined;
+      }
+    }
+    return view;
   };
+  return { ok: true, parsed: { value, view: lazyView } };
 }
 
 function parseText(text: string, format: Format | undefined): ParseOutcome {
@@ -163,9 +177,9 @@ function locate(
   parsed: Parsed,
   segments: readonly PathSegment[],
 ): { line: number; column: number } | undefined {
-  const document = parsed.document;
-  if (document === undefined) return undefined;
-  let node: unknown = document.contents;
+  const view = parsed.view();
+  if (view === undefined) return undefined;
+  let node: unknown = view.document.contents;
   let offset: number | undefined = (node as { range?: [number, number, number] } | null)?.range?.[0];
   for (const segment of segments) {
     if (isMap(node)) {
@@ -182,7 +196,7 @@ function locate(
       node = item;
     } else break;
   }
-  return offset === undefined ? undefined : position(parsed.lineCounter, offset);
+  return offset === undefined ? undefined : position(view.lineCounter, offset);
 }
 
 function isEnvelope(value: unknown): value is Record<string, unknown> {
