@@ -21,12 +21,15 @@ describe('manifests/rendered', () => {
     expect(cases.map((c) => c.name).sort()).toEqual(['gateway', 'gateway-simulator', 'monitoring']);
   });
 
-  it.each(cases)('$name.yaml is current (make chart-golden regenerates it)', ({ name, file }) => {
-    expect(
-      readFileSync(manifestFile(name), 'utf8'),
-      `${manifestFile(name)} is stale: run \`make chart-golden\``,
-    ).toBe(manifestText(name, file));
-  });
+  it.each(cases)(
+    'the rendered $name manifest is current (make chart-golden regenerates it)',
+    ({ name, file }) => {
+      expect(
+        readFileSync(manifestFile(name), 'utf8'),
+        `${manifestFile(name)} is stale: run \`make chart-golden\``,
+      ).toBe(manifestText(name, file));
+    },
+  );
 
   it.each(cases)(
     '$name.yaml: every object is valid, in namespace llm-gateway, with no helm hook',
