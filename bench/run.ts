@@ -271,13 +271,23 @@ function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & Upstrea
 }
 
 function openRows(plan: Plan, results: Map<string, (OpenLoopResult & UpstreamDelta)[]>): Row[] {
-  const direct = pooled(results.get('direct')!.map((r) => r.latency));
+  const directRuns = results.get('direct')!;
+  const direct = pooled(directRuns.map((r) => r.latency));
+  /** Per round: this row's percentile minus direct's in the same round. */
+  const addedByRound = (runs: readonly OpenLoopResult[], p: number): number[] =>
+    runs.map((r, round) => r.latency.percentile(p) - directRuns[round]!.latency.percentile(p));
   return [...results].map(([name, runs]) => {
     const latency = pooled(runs.map((r) => r.latency));
     const lag = pooled(runs.map((r) => r.lag));
     const isDirect = name === 'direct';
     const skipped = sum(runs.map((r) => r.skipped));
+    const p50Rounds = isDirect ? undefined : addedByRound(runs, 50);
+    const p99Rounds = isDirect ? undefined : addedByRound(runs, 99);
+    const perRound = p99Rounds
+      ? `; added p99 per round ${p99Rounds.map((v) => `${v >= 0 ? '+' : ''}${fmt(v)}`).join(' / ')} (median ${fmt(median(p99Rounds))})`
+      : `; p99 per round ${runs.map((r) => fmt(r.latency.percentile(99))).join(' / ')}`;
     return {
+      ...(p50Rounds && p99Rounds ? { addedP50Rounds: p50Rounds, addedP99Rounds: p99Rounds } : {}),
       section: 'open loop',
       target: name,
       load: `${plan.openRate} req/s, non-streaming`,
@@ -293,7 +303,7 @@ function openRows(plan: Plan, results: Map<string, (OpenLoopResult & UpstreamDel
       peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
       failed: sum(runs.map((r) => r.failed)) + skipped,
       others: others(runs.map((r) => r.cpu)),
-      notes: `p99.9 ${fmt(latency.percentile(99.9))} ms; send lag p99 ${fmt(lag.percentile(99))} ms${skipped ? `; ${skipped} not sent` : ''}`,
+      notes: `p99.9 ${fmt(latency.percentile(99.9))} ms; send lag p99 ${fmt(lag.percentile(99))} ms${skipped ? `; ${skipped} not sent` : ''}${perRound}`,
     };
   });
 }
@@ -478,10 +488,15 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
   ratioLine('strict', 0.5, 'Strict mode');
   for (const kind of GATEWAY_KINDS) {
     const row = find('open loop', `gateway ${kind}`);
+    const p50 = row?.addedP50Rounds ? median(row.addedP50Rounds) : undefined;
+    const p99 = row?.addedP99Rounds ? median(row.addedP99Rounds) : undefined;
     lines.push({
-      line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms`,
-      measured: row ? `+${fmt(row.addedP50)} / +${fmt(row.addedP99)} ms` : 'not run',
-      pass: valid(row) ? (row.addedP50 ?? Infinity) <= 1 && (row.addedP99 ?? Infinity) <= 5 : undefined,
+      line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms (median of rounds)`,
+      measured:
+        row && p50 !== undefined && p99 !== undefined
+          ? `+${fmt(p50)} / +${fmt(p99)} ms (pooled over rounds: +${fmt(row.addedP50)} / +${fmt(row.addedP99)} ms)`
+          : 'not run',
+      pass: valid(row) && p50 !== undefined && p99 !== undefined ? p50 <= 1 && p99 <= 5 : undefined,
     });
   }
   for (const kind of ['plain', 'strict'] as const) {

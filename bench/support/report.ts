@@ -12,6 +12,13 @@ export interface Row {
   p99: number | undefined;
   addedP50: number | undefined;
   addedP99: number | undefined;
+  /**
+   * Open loop: per round, this row's percentile minus the direct row's in the same round; the
+   * median over rounds (as for the throughput ratios), so one window in which the machine stalled
+   * does not decide the row. The pooled `addedP50`/`addedP99` are reported beside it.
+   */
+  addedP50Rounds?: number[];
+  addedP99Rounds?: number[];
   /** Median over rounds of this row's rate / the floor's rate in the same round. */
   ratioFloor: number | undefined;
   /** Proxy CPU seconds per 10,000 requests (or streams). */
