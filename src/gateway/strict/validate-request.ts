@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { errorBody, type ErrorBody } from '../../lib/errors.js';
+import { isPlainChatRequest } from './plain-chat-request.js';
 import { ChatCompletionRequestSchema, type ChatCompletionRequest } from './request-schema-chat.js';
 import { EmbeddingsRequestSchema, type EmbeddingsRequest } from './request-schema-embeddings.js';
 import { ResponsesRequestSchema, type ResponsesRequest } from './request-schema-responses.js';
@@ -103,6 +104,9 @@ export function validateParsedRequest<E extends StrictEndpoint>(
   endpoint: E,
   parsed: Record<string, unknown>,
 ): RequestValidation<E> {
+  // The common text-only chat request is accepted without building zod's copy of it.
+  if (endpoint === 'chat_completions' && isPlainChatRequest(parsed))
+    return { ok: true, body: parsed as StrictRequestBodies[E] };
   const result = SCHEMAS[endpoint].safeParse(parsed);
   if (!result.success) {
     const { path, message } = describeIssues(result.error.issues);
