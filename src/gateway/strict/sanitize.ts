@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { sanitizePlainChunk } from './plain-chunk.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
@@ -63,6 +64,10 @@ export function sanitizeValue(kind: SanitizeKind, value: unknown, alias: string)
   const record = value as Record<string, unknown>;
   const error = embeddedError(kind, record);
   if (error !== undefined) return { kind: 'embedded_error', error };
+  if (kind === 'chat_completion_chunk') {
+    const json = sanitizePlainChunk(record, alias);
+    if (json !== undefined) return { kind: 'ok', json };
+  }
   const parsed = SCHEMAS[kind].safeParse(record);
   if (!parsed.success) return INVALID;
   // The parsed object is zod's fresh copy, so writing into it cannot alias the caller's value.
