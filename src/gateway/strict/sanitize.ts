@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { sanitizePlainChunk } from './plain-chunk.js';
+import { sanitizePlainChat } from './plain-chat-response.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
@@ -64,8 +64,8 @@ export function sanitizeValue(kind: SanitizeKind, value: unknown, alias: string)
   const record = value as Record<string, unknown>;
   const error = embeddedError(kind, record);
   if (error !== undefined) return { kind: 'embedded_error', error };
-  if (kind === 'chat_completion_chunk') {
-    const json = sanitizePlainChunk(record, alias);
+  if (kind === 'chat_completion' || kind === 'chat_completion_chunk') {
+    const json = sanitizePlainChat(kind, record, alias);
     if (json !== undefined) return { kind: 'ok', json };
   }
   const parsed = SCHEMAS[kind].safeParse(record);

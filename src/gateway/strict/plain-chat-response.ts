@@ -1,12 +1,14 @@
 /**
- * Sanitization of the common chat completion chunk without zod: text deltas (role, content,
- * refusal), finish reasons and usage. A strict stream sanitizes every event, and zod's parse of a
- * 300-byte chunk allocates about 3 KB where parsing and re-serializing it allocates about 1 KB; this
- * builds the same output object as `ChatCompletionChunkSchema` (reference fields only, in the
- * schema's order, absent stays absent and null stays null, then `model` rewritten) and returns its
- * JSON, or `undefined` for any chunk it does not fully understand (tool calls, audio, logprobs,
- * moderation, a wrong type anywhere), which the schema then decides.
- * test/strict/plain-chunk.test.ts checks that both paths give the same bytes on generated chunks.
+ * Sanitization of the common chat completion and chunk without zod: text messages and deltas (role,
+ * content, refusal), finish reasons and usage. Strict mode sanitizes every response and every
+ * streamed event, and zod's parse of a 300-byte chunk allocates about 3 KB where parsing and
+ * re-serializing it allocates about 1 KB; this builds the same output object as
+ * `ChatCompletionSchema` / `ChatCompletionChunkSchema` (reference fields only, in the schema's
+ * order, absent stays absent and null stays null, then `model` rewritten) and returns its JSON, or
+ * `undefined` for anything it does not fully understand (tool calls, audio, logprobs, annotations,
+ * moderation, metadata, a wrong type anywhere), which the schema then decides.
+ * test/strict/plain-chat-response.test.ts checks that both paths give the same bytes on generated
+ * bodies.
  */
 
 type Json = Record<string, unknown>;
@@ -93,44 +95,87 @@ function delta(value: unknown): unknown {
   return out;
 }
 
-function choice(value: unknown): unknown {
+/** A completion's message: `role` is required and must be `assistant`. */
+function message(value: unknown): unknown {
+  if (!isObject(value) || value.role !== 'assistant') return NO;
+  const out: Json = { role: 'assistant' };
+  if (!copyNullableString(value, 'content', out)) return NO;
+  if (!copyNullableString(value, 'refusal', out)) return NO;
+  for (const key of ['annotations', 'audio', 'function_call', 'tool_calls'])
+    if (!nullOnly(value, key, out)) return NO;
+  return out;
+}
+
+interface Shape {
+  object: string;
+  /** The choice's payload field and its builder. */
+  payload: 'delta' | 'message';
+  build: (value: unknown) => unknown;
+  /** Optional top-level fields after `choices`, in schema order (`usage` is handled last). */
+  nullOnly: readonly string[];
+  strings: readonly string[];
+}
+
+const CHUNK: Shape = {
+  object: 'chat.completion.chunk',
+  payload: 'delta',
+  build: delta,
+  nullOnly: ['moderation'],
+  strings: ['obfuscation', 'service_tier', 'system_fingerprint'],
+};
+
+const COMPLETION: Shape = {
+  object: 'chat.completion',
+  payload: 'message',
+  build: message,
+  nullOnly: ['metadata', 'moderation'],
+  strings: ['service_tier', 'system_fingerprint'],
+};
+
+function choice(value: unknown, shape: Shape): unknown {
   if (!isObject(value) || !Object.hasOwn(value, 'index') || !isFiniteNumber(value.index)) return NO;
-  if (!Object.hasOwn(value, 'delta')) return NO;
-  const builtDelta = delta(value.delta);
-  if (builtDelta === NO) return NO;
-  const out: Json = { index: value.index, delta: builtDelta };
+  if (!Object.hasOwn(value, shape.payload)) return NO;
+  const payload = shape.build(value[shape.payload]);
+  if (payload === NO) return NO;
+  const out: Json = { index: value.index, [shape.payload]: payload };
   if (!copyNullableString(value, 'finish_reason', out)) return NO;
   if (!nullOnly(value, 'logprobs', out)) return NO;
   return out;
 }
 
-/** The sanitized JSON of a plain chunk with `model` set to `alias`, or undefined (ask the schema). */
-export function sanitizePlainChunk(chunk: Json, alias: string): string | undefined {
-  const { id, created, choices } = chunk;
-  if (typeof id !== 'string' || chunk.object !== 'chat.completion.chunk' || !isFiniteNumber(created))
-    return undefined;
+/**
+ * The sanitized JSON of a plain chat completion (`kind` `chat_completion`) or chunk
+ * (`chat_completion_chunk`) with `model` set to `alias`, or undefined (ask the schema).
+ */
+export function sanitizePlainChat(
+  kind: 'chat_completion' | 'chat_completion_chunk',
+  body: Json,
+  alias: string,
+): string | undefined {
+  const shape = kind === 'chat_completion_chunk' ? CHUNK : COMPLETION;
+  const { id, created, choices } = body;
+  if (typeof id !== 'string' || body.object !== shape.object || !isFiniteNumber(created)) return undefined;
   if (!Array.isArray(choices)) return undefined;
-  const out: Json = { id, object: 'chat.completion.chunk', created };
-  if (Object.hasOwn(chunk, 'model')) {
-    if (!isNullableString(chunk.model)) return undefined;
+  const out: Json = { id, object: shape.object, created };
+  if (Object.hasOwn(body, 'model')) {
+    if (!isNullableString(body.model)) return undefined;
     out.model = alias;
   }
   const builtChoices: unknown[] = [];
   for (const item of choices as unknown[]) {
-    const built = choice(item);
+    const built = choice(item, shape);
     if (built === NO) return undefined;
     builtChoices.push(built);
   }
   out.choices = builtChoices;
-  if (!nullOnly(chunk, 'moderation', out)) return undefined;
-  for (const key of ['obfuscation', 'service_tier', 'system_fingerprint'])
-    if (!copyNullableString(chunk, key, out)) return undefined;
-  if (Object.hasOwn(chunk, 'usage')) {
-    const built = usage(chunk.usage);
+  for (const key of shape.nullOnly) if (!nullOnly(body, key, out)) return undefined;
+  for (const key of shape.strings) if (!copyNullableString(body, key, out)) return undefined;
+  if (Object.hasOwn(body, 'usage')) {
+    const built = usage(body.usage);
     if (built === NO) return undefined;
     out.usage = built;
   }
-  // Without a `model` in the chunk the schema's copy gets it last, as here.
+  // Without a `model` in the body the schema's copy gets it last, as here.
   out.model = alias;
   return JSON.stringify(out);
 }

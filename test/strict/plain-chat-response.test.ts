@@ -1,11 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sanitizePlainChunk } from '../../src/gateway/strict/plain-chunk.js';
-import { ChatCompletionChunkSchema } from '../../src/gateway/strict/response-schemas.js';
+import { sanitizePlainChat } from '../../src/gateway/strict/plain-chat-response.js';
+import {
+  ChatCompletionChunkSchema,
+  ChatCompletionSchema,
+} from '../../src/gateway/strict/response-schemas.js';
 
-/** What the schema path makes of a chunk: its JSON with `model` rewritten, or undefined. */
-function viaSchema(chunk: unknown, alias: string): string | undefined {
-  const parsed = ChatCompletionChunkSchema.safeParse(chunk);
+type Kind = 'chat_completion' | 'chat_completion_chunk';
+
+/** What the schema path makes of a body: its JSON with `model` rewritten, or undefined. */
+function viaSchema(kind: Kind, body: unknown, alias: string): string | undefined {
+  const schema = kind === 'chat_completion' ? ChatCompletionSchema : ChatCompletionChunkSchema;
+  const parsed = schema.safeParse(body);
   if (!parsed.success) return undefined;
   const out = parsed.data;
   out.model = alias;
@@ -26,10 +32,10 @@ function object(
   fields: Record<string, fc.Arbitrary<unknown>>,
   required: readonly string[] = [],
 ): fc.Arbitrary<Record<string, unknown>> {
-  const all = { ...fields, vendor_extra: tricky };
+  const all: Record<string, fc.Arbitrary<unknown>> = { ...fields, vendor_extra: tricky };
   return fc
     .record(all, { requiredKeys: [] })
-    .chain((picked) => {
+    .chain((picked: Record<string, unknown>) => {
       const keys = Object.keys(picked);
       return fc
         .tuple(
@@ -48,6 +54,10 @@ function object(
       }),
     );
 }
+
+/** Null mostly, sometimes a value only the schema path handles. */
+const mostlyNull = (value: unknown): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 6, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constant(value) });
 
 const nullableString = fc.oneof(fc.constant(null), fc.string({ maxLength: 4 }));
 const count = mostly(fc.oneof(fc.nat(1000), fc.constant(null)));
@@ -77,8 +87,8 @@ const delta = mostly(
     role: mostly(fc.constantFrom('assistant', 'user', 'tool', 'bot', null)),
     content: mostly(nullableString),
     refusal: mostly(nullableString),
-    audio: fc.constantFrom(null, { id: 'a' }),
-    tool_calls: fc.constantFrom(null, [{ index: 0, id: 't' }]),
+    audio: mostlyNull({ id: 'a' }),
+    tool_calls: mostlyNull([{ index: 0, id: 't' }]),
     reasoning_content: nullableString,
   }),
 );
@@ -88,7 +98,7 @@ const choice = mostly(
       index: mostly(fc.nat(3)),
       delta,
       finish_reason: mostly(nullableString),
-      logprobs: fc.constantFrom(null, { content: null }),
+      logprobs: mostlyNull({ content: null }),
       stop_reason: tricky,
     },
     ['index', 'delta'],
@@ -104,21 +114,21 @@ const chunk = object(
     service_tier: mostly(nullableString),
     system_fingerprint: mostly(nullableString),
     obfuscation: mostly(nullableString),
-    moderation: fc.constantFrom(null, { input: null }),
+    moderation: mostlyNull({ input: null }),
     usage,
   },
   ['id', 'object', 'created', 'choices'],
 ).map((c) => JSON.parse(JSON.stringify(c)) as Record<string, unknown>);
 
-describe('sanitizePlainChunk', () => {
+describe('sanitizePlainChat, chunks', () => {
   it('gives the same bytes as the schema path whenever it answers', () => {
     let taken = 0;
     fc.assert(
       fc.property(chunk, (c) => {
-        const fast = sanitizePlainChunk(c, 'alias');
+        const fast = sanitizePlainChat('chat_completion_chunk', c, 'alias');
         if (fast === undefined) return;
         taken++;
-        expect(fast).toBe(viaSchema(c, 'alias'));
+        expect(fast).toBe(viaSchema('chat_completion_chunk', c, 'alias'));
       }),
       { numRuns: 4000 },
     );
@@ -165,11 +175,11 @@ describe('sanitizePlainChunk', () => {
       },
     ];
     for (const c of chunks) {
-      const fast = sanitizePlainChunk(c, 'alias');
+      const fast = sanitizePlainChat('chat_completion_chunk', c, 'alias');
       expect(fast).toBeDefined();
-      expect(fast).toBe(viaSchema(c, 'alias'));
+      expect(fast).toBe(viaSchema('chat_completion_chunk', c, 'alias'));
     }
-    expect(JSON.parse(sanitizePlainChunk(chunks[1]!, 'alias')!)).toEqual({
+    expect(JSON.parse(sanitizePlainChat('chat_completion_chunk', chunks[1]!, 'alias')!)).toEqual({
       id: 'c1',
       object: 'chat.completion.chunk',
       created: 1,
@@ -188,6 +198,116 @@ describe('sanitizePlainChunk', () => {
       { ...base, object: 'chat.completion', choices: [] },
       { ...base, created: '1', choices: [] },
     ])
-      expect(sanitizePlainChunk(c, 'alias')).toBeUndefined();
+      expect(sanitizePlainChat('chat_completion_chunk', c, 'alias')).toBeUndefined();
+  });
+});
+
+const assistantMessage = mostly(
+  object(
+    {
+      role: mostly(fc.constantFrom('assistant', 'assistant', 'user')),
+      content: mostly(nullableString),
+      refusal: mostly(nullableString),
+      annotations: mostlyNull([]),
+      audio: mostlyNull({ id: 'a' }),
+      function_call: mostlyNull({ name: 'f', arguments: '' }),
+      tool_calls: mostlyNull([]),
+      reasoning_content: nullableString,
+    },
+    ['role'],
+  ),
+);
+const completionChoice = mostly(
+  object(
+    {
+      index: mostly(fc.nat(3)),
+      message: assistantMessage,
+      finish_reason: mostly(nullableString),
+      logprobs: mostlyNull({ content: null }),
+      stop_reason: tricky,
+    },
+    ['index', 'message'],
+  ),
+);
+const completion = object(
+  {
+    id: mostly(fc.string({ maxLength: 6 })),
+    object: mostly(fc.constantFrom('chat.completion', 'chat.completion', 'chat.completion.chunk')),
+    created: mostly(fc.nat(2_000_000_000)),
+    model: mostly(nullableString),
+    choices: mostly(fc.array(completionChoice, { maxLength: 3 })),
+    metadata: mostlyNull({ k: 'v' }),
+    moderation: mostlyNull({ input: null }),
+    service_tier: mostly(nullableString),
+    system_fingerprint: mostly(nullableString),
+    usage,
+  },
+  ['id', 'object', 'created', 'choices'],
+).map((c) => JSON.parse(JSON.stringify(c)) as Record<string, unknown>);
+
+describe('sanitizePlainChat, completions', () => {
+  it('gives the same bytes as the schema path whenever it answers', () => {
+    let taken = 0;
+    fc.assert(
+      fc.property(completion, (c) => {
+        const fast = sanitizePlainChat('chat_completion', c, 'alias');
+        if (fast === undefined) return;
+        taken++;
+        expect(fast).toBe(viaSchema('chat_completion', c, 'alias'));
+      }),
+      { numRuns: 4000 },
+    );
+    expect(taken).toBeGreaterThan(100);
+  });
+
+  it('takes a text completion in the order engines send it', () => {
+    const body = {
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'upstream',
+      system_fingerprint: 'fp',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'Hello', refusal: null, reasoning_content: 'hidden' },
+          logprobs: null,
+          finish_reason: 'stop',
+        },
+      ],
+      usage: { prompt_tokens: 28, completion_tokens: 9, total_tokens: 37 },
+    };
+    const fast = sanitizePlainChat('chat_completion', body, 'alias');
+    expect(fast).toBe(viaSchema('chat_completion', body, 'alias'));
+    expect(JSON.parse(fast!)).toEqual({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'alias',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'Hello', refusal: null },
+          finish_reason: 'stop',
+          logprobs: null,
+        },
+      ],
+      system_fingerprint: 'fp',
+      usage: { completion_tokens: 9, prompt_tokens: 28, total_tokens: 37 },
+    });
+  });
+
+  it('leaves tool calls, metadata and other roles to the schema', () => {
+    const base = { id: 'c', object: 'chat.completion', created: 1 };
+    for (const c of [
+      {
+        ...base,
+        choices: [{ index: 0, message: { role: 'assistant', tool_calls: [{ id: 't', type: 'function' }] } }],
+      },
+      { ...base, choices: [{ index: 0, message: { role: 'user', content: 'x' } }] },
+      { ...base, choices: [{ index: 0, message: { content: 'x' } }] },
+      { ...base, choices: [], metadata: { k: 'v' } },
+    ])
+      expect(sanitizePlainChat('chat_completion', c, 'alias')).toBeUndefined();
   });
 });
