@@ -183,7 +183,7 @@ describe('Dockerfile', () => {
     expect(spec.containers[0]!.command).toBeUndefined(); // the image entrypoint runs the gateway
   });
 
-  it('ships one set of Node.js flags: image NODE_OPTIONS, chart gateway.nodeOptions, benchmark', () => {
+  it('ships one set of Node.js flags: image NODE_OPTIONS, chart gateway.nodeOptions, make run, benchmark', () => {
     const env = new Map(
       only(runtime, 'ENV')
         .flatMap((i) => i.args.split(/\s+/))
@@ -212,6 +212,10 @@ describe('Dockerfile', () => {
     expect(nodeOptions(withNodeOptions('--max-semi-space-size=8'))).toBe('--max-semi-space-size=8');
     // Empty: no NODE_OPTIONS from the chart (the image's ENV still applies).
     expect(nodeOptions(withNodeOptions(''))).toBeUndefined();
+    // `make run` defaults to the same flags.
+    expect(readFileSync(join(ROOT, 'scripts/run-quickstart.sh'), 'utf8')).toContain(
+      `NODE_OPTIONS=\${NODE_OPTIONS:-${imageFlags}}`,
+    );
   });
 
   it('passes hadolint where it is installed', (ctx) => {

@@ -12,8 +12,22 @@ export interface RecordedRequest {
   method: string;
   url: string;
   headers: IncomingHttpHeaders;
+  /** Header names and values as sent, in order (duplicates and case kept). */
+  rawHeaders: string[];
+  /** The body as UTF-8 text. */
   body: string;
+  /** The body's exact bytes. */
+  bytes: Buffer;
 }
+
+/** The smallest valid non-streaming chat completion. */
+export const OK_COMPLETION = {
+  id: 'c',
+  object: 'chat.completion',
+  created: 1,
+  model: 'up',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+};
 
 export type UpstreamHandler = (
   req: RecordedRequest,
@@ -76,11 +90,14 @@ export async function startUpstream(
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      const bytes = Buffer.concat(chunks);
       const recorded: RecordedRequest = {
         method: req.method ?? '',
         url: req.url ?? '',
         headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
+        rawHeaders: req.rawHeaders,
+        body: bytes.toString('utf8'),
+        bytes,
       };
       requests.push(recorded);
       void Promise.resolve(current(recorded, res, req)).catch((error: unknown) => {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildKeyIndex, type TargetAuth } from '../../src/gateway/auth/keys.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { OK_COMPLETION, jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import type { AuthSecurityResults } from './report.ts';
 import { SOAK, exchange, labelsOf, parseMetrics, postJson, writeResults, type Exchange } from './support.js';
 
@@ -181,17 +181,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   up.requests.length = 0;
-  up.respondWith((_req, res) => {
-    const body = JSON.stringify({
-      id: 'c',
-      object: 'chat.completion',
-      created: 1,
-      model: 'up',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-    });
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body);
-  });
+  up.respondWith(jsonReply(200, OK_COMPLETION));
 });
 
 const chat = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }] });

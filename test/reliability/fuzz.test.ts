@@ -1,6 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { once } from 'node:events';
 import fc from 'fast-check';
 import { stringify as toYaml } from 'yaml';
 import { Agent } from 'undici';
@@ -17,6 +14,7 @@ import {
 } from '../../src/gateway/strict/validate-request.js';
 import { validConfig } from '../config/helpers/arbitraries.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { OK_COMPLETION, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import type { FuzzResults } from './report.ts';
 import { SOAK, alive, exchange, waitFor, writeResults } from './support.js';
 
@@ -147,12 +145,7 @@ describe('request parsing (strict parser and validator)', () => {
 
 // --- requests over HTTP --------------------------------------------------------------------------
 
-interface Seen {
-  method: string;
-  url: string;
-  body: Buffer;
-}
-let upstream: { server: Server; url: string; requests: Seen[] };
+let upstream: RecordingUpstream;
 let plain: StartedGateway;
 let strict: StartedGateway;
 
@@ -163,29 +156,14 @@ const ANSWERS: Record<string, string> = {
   }),
   '/v1/responses': JSON.stringify({ id: 'r', object: 'response', created_at: 1, output: [] }),
 };
-const CHAT_ANSWER = JSON.stringify({
-  id: 'c',
-  object: 'chat.completion',
-  created: 1,
-  model: 'up',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-});
+const CHAT_ANSWER = JSON.stringify(OK_COMPLETION);
 
 beforeAll(async () => {
-  const requests: Seen[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      requests.push({ method: req.method ?? '', url: req.url ?? '', body: Buffer.concat(chunks) });
-      const body = ANSWERS[(req.url ?? '').split('?')[0]!] ?? CHAT_ANSWER;
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-    });
+  upstream = await startUpstream((req, res) => {
+    const body = ANSWERS[req.url.split('?')[0]!] ?? CHAT_ANSWER;
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  upstream = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
   const args = ['--max-body-bytes', '4096'];
   [plain, strict] = await Promise.all([
     startGateway(
@@ -198,8 +176,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([plain?.stop(), strict?.stop()]);
-  upstream?.server.closeAllConnections();
-  await new Promise<void>((resolve) => (upstream ? upstream.server.close(() => resolve()) : resolve()));
+  await upstream?.close();
 });
 
 const anyRequest = fc.record({
@@ -289,7 +266,7 @@ describe('requests over HTTP (both gateways)', () => {
               forwardedBy[side]++;
               // What reached the provider is exactly what the client sent (no rewrite configured).
               const sent = upstream.requests.at(-1)!;
-              if (r.method !== 'GET') expect(sent.body.equals(r.body), where).toBe(true);
+              if (r.method !== 'GET') expect(sent.bytes.equals(r.body), where).toBe(true);
               if (isStrict) {
                 const endpoint = strictEndpointForPath(r.path.split('?')[0]!);
                 expect(r.method, where).toBe('POST');

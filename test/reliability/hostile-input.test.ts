@@ -1,9 +1,7 @@
-import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { OK_COMPLETION, jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import type { HostileInputResults } from './report.ts';
 import {
   SOAK,
@@ -33,50 +31,13 @@ const MAX_BODY = 65_536;
 const SLOW_CLIENT_BOUND_MS = (REQUEST_TIMEOUT_S + 1) * 1000 + 1_500;
 const KEY = 'sk-hostile-0b3d5e';
 
-interface Received {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  rawHeaders: string[];
-  body: Buffer;
-}
-
 /** A provider that keeps each request's exact bytes and answers valid OpenAI shapes. */
-let upstream: { server: Server; url: string; requests: Received[] };
+let upstream: RecordingUpstream;
 let plain: StartedGateway;
 let strict: StartedGateway;
 
-const completion = JSON.stringify({
-  id: 'c',
-  object: 'chat.completion',
-  created: 1,
-  model: 'up',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-});
-
 beforeAll(async () => {
-  const requests: Received[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      requests.push({
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        rawHeaders: req.rawHeaders,
-        body: Buffer.concat(chunks),
-      });
-      res.writeHead(200, {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(completion),
-      });
-      res.end(completion);
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  upstream = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
+  upstream = await startUpstream(jsonReply(200, OK_COMPLETION));
   const args = [
     '--header-timeout-secs',
     String(HEADER_TIMEOUT_S),
@@ -102,8 +63,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([plain?.stop(), strict?.stop()]);
-  upstream?.server.closeAllConnections();
-  await new Promise<void>((resolve) => (upstream ? upstream.server.close(() => resolve()) : resolve()));
+  await upstream?.close();
 });
 
 // --- bookkeeping ---------------------------------------------------------------------------------
@@ -310,7 +270,7 @@ describe('huge bodies', () => {
     const got = await post(plain, body);
     count();
     expect(got.status).toBe(200);
-    expect(upstream.requests.at(-1)!.body.equals(Buffer.from(body))).toBe(true);
+    expect(upstream.requests.at(-1)!.bytes.equals(Buffer.from(body))).toBe(true);
   });
 });
 
@@ -395,7 +355,7 @@ describe('invalid UTF-8', () => {
     const got = await post(plain, invalid);
     count();
     expect(got.status).toBe(200);
-    expect(upstream.requests.at(-1)!.body.equals(invalid)).toBe(true);
+    expect(upstream.requests.at(-1)!.bytes.equals(invalid)).toBe(true);
     const badName = Buffer.concat([
       Buffer.from('{"model":"'),
       Buffer.from([0xff, 0xfe]),
@@ -421,7 +381,7 @@ describe('deeply nested JSON', () => {
     const got = await post(plain, body);
     count();
     expect(got.status).toBe(200);
-    expect(upstream.requests.at(-1)!.body.toString()).toBe(body);
+    expect(upstream.requests.at(-1)!.body).toBe(body);
   });
 
   it('strict: refused where the schema has no place for it, forwarded where it has', async () => {
@@ -442,7 +402,7 @@ describe('deeply nested JSON', () => {
     const got = await post(strict, tools);
     count();
     expect(got.status).toBe(200);
-    expect(upstream.requests.at(-1)!.body.toString()).toBe(tools);
+    expect(upstream.requests.at(-1)!.body).toBe(tools);
   });
 });
 
@@ -487,7 +447,7 @@ describe('header injection', () => {
     const got = await post(plain, JSON.stringify({ model: 'rew', messages: [] }));
     count();
     expect(got.status).toBe(200);
-    const sent = JSON.parse(upstream.requests.at(-1)!.body.toString('utf8')) as { model: string };
+    const sent = JSON.parse(upstream.requests.at(-1)!.body) as { model: string };
     expect(sent.model).toBe('real"\n\u2028model');
     expect(Object.keys(upstream.requests.at(-1)!.headers)).not.toContain('x-injected');
   });
@@ -580,7 +540,7 @@ describe('request smuggling', () => {
     expect(result.text).toContain('"object":"list"');
     expect(upstream.requests.length - upstreamBefore).toBe(1);
     const forwarded = upstream.requests.at(-1)!;
-    expect(forwarded.body.toString()).toBe(embedded);
+    expect(forwarded.body).toBe(embedded);
     expect(forwarded.headers['content-length']).toBe(String(Buffer.byteLength(embedded)));
     expect(forwarded.headers['transfer-encoding']).toBeUndefined();
   });

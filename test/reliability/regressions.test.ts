@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { ROOT } from '../helpers/process.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { OK_COMPLETION, jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { startSim } from '../helpers/sim.js';
 import { latency, postJson, scrape, simCapacity, simModels, sumOf, waitFor } from './support.js';
 
@@ -19,22 +19,8 @@ import { latency, postJson, scrape, simCapacity, simModels, sumOf, waitFor } fro
 let up: RecordingUpstream;
 const gateways: StartedGateway[] = [];
 
-const completion = JSON.stringify({
-  id: 'c',
-  object: 'chat.completion',
-  created: 1,
-  model: 'up',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-});
-
 beforeAll(async () => {
-  up = await startUpstream((_req, res) => {
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(completion),
-    });
-    res.end(completion);
-  });
+  up = await startUpstream(jsonReply(200, OK_COMPLETION));
 });
 
 afterAll(async () => {
