@@ -5,11 +5,14 @@
  *
  *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|reload]
  *                         [--seconds 20] [--warmup 5] [--out DIR] [--top 30] [--proxy-node-args="..."]
+ *                         [--mode cpu|gc] [--gc-log FILE] [--bin PATH]
  *
- * `--mode gc` runs the proxy with `--trace-gc` instead of the CPU profiler and reports, over the
- * measured window, how much it allocated per request (the sum of heap growth between collections)
- * and how long its collections paused it (total, longest, how many over 1 ms): GC pressure,
- * independent of how busy the machine is.
+ * `--mode gc` runs the proxy with `--trace-gc-nvp` instead of the CPU profiler and reports, over the
+ * measured window, how much it allocated per request, how much of that outlived two young-generation
+ * collections and was promoted to the old generation (what makes each collection copy, and pause,
+ * longer), and how long its collections paused it (median young pause, total, longest, how many over
+ * 1 ms): GC pressure, independent of how busy the machine is. `--gc-log FILE` appends the raw
+ * trace lines of the measured window to FILE.
  *
  * `--load open` drives 1,000 req/s open loop (the open-loop row) and prints the latency it saw, so
  * GC pauses can be set against the tail.
@@ -17,13 +20,16 @@
  * `--load reload` profiles a gateway with 1,000 aliases under 1,000 req/s open loop while its
  * config file is rewritten every second (the reload row), and prints the latency it saw.
  *
+ * `--bin PATH` profiles another build's gateway (its `bin/gateway.js`), e.g. a worktree of an
+ * earlier commit, for before/after figures.
+ *
  * `--proxy-node-args` replaces the shipped Node.js flags (bench/support/services.ts,
  * SHIPPED_NODE_ARGS); `--proxy-node-args=` profiles with Node's defaults.
  *
  * The warm-up is inside the profile (a process can only be profiled from its start); keep
  * `--seconds` well above `--warmup` so it is a small share.
  */
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -60,39 +66,41 @@ const { values } = parseArgs({
     top: { type: 'string', default: '30' },
     'proxy-node-args': { type: 'string' },
     mode: { type: 'string', default: 'cpu' },
+    'gc-log': { type: 'string' },
+    bin: { type: 'string' },
   },
 });
 const gcMode = values.mode === 'gc';
 if (!gcMode && values.mode !== 'cpu') throw new Error(`unknown mode ${values.mode}`);
 
-/** Allocation and pauses from `--trace-gc` lines, counted only while `measuring`. */
+/** Allocation, promotion and pauses from `--trace-gc-nvp` lines, counted only while `measuring`. */
 const gc = {
   measuring: false,
-  lastAfter: undefined as number | undefined,
-  allocatedMB: 0,
+  allocatedBytes: 0,
+  promotedBytes: 0,
   pauseMs: 0,
   longestPauseMs: 0,
   pausesOver1Ms: 0,
-  scavenges: 0,
+  scavengePausesMs: [] as number[],
   majors: 0,
 };
-const GC_LINE =
-  /: (Scavenge|Mark-Compact|Mark-sweep|Minor Mark-Sweep)\S*\s.*?([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ /;
+const gcLog = values['gc-log'];
+/** One numeric field of a `--trace-gc-nvp` line (`name=value`). */
+function nvpField(line: string, name: string): number {
+  const at = line.indexOf(` ${name}=`);
+  return at < 0 ? 0 : Number.parseFloat(line.slice(at + name.length + 2));
+}
 function onGcLine(line: string): void {
-  const match = GC_LINE.exec(line);
-  if (!match) return;
-  const before = Number(match[2]);
-  const after = Number(match[3]);
-  if (gc.measuring) {
-    if (gc.lastAfter !== undefined) gc.allocatedMB += Math.max(0, before - gc.lastAfter);
-    const pause = Number(match[4]);
-    gc.pauseMs += pause;
-    gc.longestPauseMs = Math.max(gc.longestPauseMs, pause);
-    if (pause > 1) gc.pausesOver1Ms++;
-    if (match[1] === 'Scavenge' || match[1] === 'Minor Mark-Sweep') gc.scavenges++;
-    else gc.majors++;
-  }
-  gc.lastAfter = after;
+  if (!gc.measuring || !line.includes(' pause=')) return;
+  if (gcLog) appendFileSync(gcLog, `${line}\n`);
+  const pause = nvpField(line, 'pause');
+  gc.allocatedBytes += nvpField(line, 'allocated');
+  gc.promotedBytes += nvpField(line, 'promoted');
+  gc.pauseMs += pause;
+  gc.longestPauseMs = Math.max(gc.longestPauseMs, pause);
+  if (pause > 1) gc.pausesOver1Ms++;
+  if (line.includes(' gc=s ')) gc.scavengePausesMs.push(pause);
+  else gc.majors++;
 }
 const proxy = values.proxy as GatewayKind | 'floor';
 if (proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
@@ -104,9 +112,13 @@ const outDir = values.out ?? join(tmpdir(), `gateway-profile-${Date.now()}`);
 mkdirSync(outDir, { recursive: true });
 const extra = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [...SHIPPED_NODE_ARGS];
 const nodeArgs = gcMode
-  ? ['--trace-gc', ...extra]
+  ? ['--trace-gc-nvp', ...extra]
   : ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${proxy}-${load}.cpuprofile`, ...extra];
-const spawnOptions = { nodeArgs, onText: onGcLine };
+const spawnOptions = {
+  nodeArgs,
+  onText: onGcLine,
+  ...(values.bin ? { bin: values.bin } : {}),
+};
 
 const upstream = await startUpstream(2);
 let running: (RunningProxy & { stop(): Promise<void> }) | undefined;
@@ -184,11 +196,14 @@ try {
     await running.stop();
     running = undefined;
     const requests = served - servedBefore;
+    const young = gc.scavengePausesMs.sort((a, b) => a - b);
+    const kbPerRequest = (bytes: number): string => (bytes / 1024 / requests).toFixed(1);
     process.stdout.write(
       `### ${proxy}, ${load} load, GC over the measured window (${measured})\n\n` +
-        `${requests} served; ${gc.scavenges} young and ${gc.majors} full collections; ` +
-        `~${((gc.allocatedMB * 1024) / requests).toFixed(1)} KB allocated per request; ` +
-        `GC pauses ${gc.pauseMs.toFixed(0)} ms (${((gc.pauseMs * 1000) / requests).toFixed(1)} µs per request), ` +
+        `${requests} served; ~${kbPerRequest(gc.allocatedBytes)} KB allocated and ` +
+        `${kbPerRequest(gc.promotedBytes)} KB promoted to the old generation per request; ` +
+        `${young.length} young collections (median pause ${(young[young.length >> 1] ?? 0).toFixed(1)} ms), ` +
+        `${gc.majors} full; GC pauses ${gc.pauseMs.toFixed(0)} ms (${((gc.pauseMs * 1000) / requests).toFixed(1)} µs per request), ` +
         `longest ${gc.longestPauseMs.toFixed(1)} ms, ${gc.pausesOver1Ms} over 1 ms\n`,
     );
   } else {

@@ -1,4 +1,5 @@
 import { Agent, type Dispatcher } from 'undici';
+import { UpstreamExchange } from './upstream-exchange.js';
 
 /** Upstream client timeouts. The first-token deadline of a pool is separate (fallback settings). */
 export const UPSTREAM_TIMEOUTS = {
@@ -63,8 +64,11 @@ export class UpstreamClient {
     });
   }
 
-  request(options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
-    return this.agent.request(options);
+  /** Starts a request; its `response` settles with the head, `abort()` gives it up. */
+  send(options: Dispatcher.DispatchOptions): UpstreamExchange {
+    const exchange = new UpstreamExchange();
+    this.agent.dispatch(options, exchange);
+    return exchange;
   }
 
   async close(): Promise<void> {

@@ -1,9 +1,9 @@
-import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import type { AttemptProbe } from '../balance/aimd.js';
 import type { ProviderRoute } from '../config/runtime.js';
 import { forwardRequestHeaders } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
+import type { UpstreamExchange, UpstreamResponse } from '../http/upstream-exchange.js';
 import type { RequestContext } from './context.js';
 import type { ResponseMode } from './response-mode.js';
 import type { Span } from '@opentelemetry/api';
@@ -48,14 +48,11 @@ export class Attempt {
   readonly probe: AttemptProbe | undefined;
   /** The CLIENT span of this attempt (a no-op span when tracing is off). */
   readonly span: Span;
-  /**
-   * The request's abort signal for undici: an EventEmitter ('abort'), which undici accepts and which
-   * costs no DOMException when fired.
-   */
-  readonly signal = new EventEmitter();
   readonly startedAt = performance.now();
   #aborted = false;
   #expired = false;
+  /** The request in flight to the provider, once sent. */
+  #exchange: UpstreamExchange | undefined;
   #timer: NodeJS.Timeout | undefined;
   readonly #unlink: () => void;
 
@@ -95,7 +92,13 @@ export class Attempt {
   abort(): void {
     if (this.#aborted) return;
     this.#aborted = true;
-    this.signal.emit('abort');
+    this.#exchange?.abort();
+  }
+
+  /** The request sent for this attempt; an attempt aborted before sending aborts it at once. */
+  bindExchange(exchange: UpstreamExchange): void {
+    this.#exchange = exchange;
+    if (this.#aborted) exchange.abort();
   }
 
   /** The deadline fired before the commit point. */
@@ -123,7 +126,7 @@ export class Attempt {
 }
 
 export type SendResult =
-  | { kind: 'response'; response: Dispatcher.ResponseData }
+  | { kind: 'response'; response: UpstreamResponse }
   | { kind: 'error'; error: Error & { code?: string } }
   /** The rewritten body could not be serialized (nesting beyond the JSON serializer's depth). */
   | { kind: 'unserializable' };
@@ -149,14 +152,15 @@ export async function send(
     return { kind: 'unserializable' };
   }
   try {
-    const response = await upstream.request({
+    const exchange = upstream.send({
       origin: provider.endpoint.origin,
       path: upstreamPath(provider.endpoint, ctx.req.url ?? '/'),
       method: method as Dispatcher.HttpMethod,
       headers,
       body: body ?? null,
-      signal: attempt.signal,
     });
+    attempt.bindExchange(exchange);
+    const response = await exchange.response;
     setAttemptStatus(attempt.span, response.statusCode);
     return { kind: 'response', response };
   } catch (error) {

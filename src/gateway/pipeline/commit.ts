@@ -1,6 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Dispatcher } from 'undici';
+import type { UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders } from '../http/headers.js';
 import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
@@ -15,7 +15,7 @@ export interface CommitDeps {
   metrics: GatewayMetrics;
 }
 
-type UpstreamHeaders = Dispatcher.ResponseData['headers'];
+type UpstreamHeaders = UpstreamResponse['headers'];
 
 /** Bytes of an upstream error body kept for the debug log (never forwarded to untrusted clients). */
 const ERROR_LOG_BYTES = 2_048;
@@ -62,7 +62,7 @@ export function cutResponse(res: ServerResponse): void {
 export function passThrough(
   ctx: RequestContext,
   attempt: Attempt,
-  response: Dispatcher.ResponseData,
+  response: UpstreamResponse,
   prefix: readonly Buffer[],
   deps: CommitDeps,
 ): void {
@@ -179,7 +179,7 @@ export function logAndDropErrorBody(
 export function pumpTransformed(
   ctx: RequestContext,
   attempt: Attempt,
-  response: Dispatcher.ResponseData,
+  response: UpstreamResponse,
   transform: SseSanitizeTransform,
   deps: CommitDeps,
   onFinished: () => void,

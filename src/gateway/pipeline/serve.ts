@@ -1,4 +1,4 @@
-import type { Dispatcher } from 'undici';
+import type { UpstreamResponse } from '../http/upstream-exchange.js';
 import { SseParser } from '../../lib/sse.js';
 import {
   INVALID_UPSTREAM_STATUS,
@@ -97,7 +97,7 @@ function parseJsonSafe(text: string): unknown {
 export async function serveResponse(
   ctx: RequestContext,
   attempt: Attempt,
-  response: Dispatcher.ResponseData,
+  response: UpstreamResponse,
   canRetry: boolean,
   deps: ServeDeps,
   onFinished: () => void,
@@ -128,7 +128,7 @@ export async function serveResponse(
 function commitErrorStatus(
   ctx: RequestContext,
   attempt: Attempt,
-  response: Dispatcher.ResponseData,
+  response: UpstreamResponse,
   deps: ServeDeps,
 ): void {
   const status = response.statusCode;
@@ -155,7 +155,7 @@ function commitErrorStatus(
 async function serveBody(
   ctx: RequestContext,
   attempt: Attempt,
-  response: Dispatcher.ResponseData,
+  response: UpstreamResponse,
   canRetry: boolean,
   deps: ServeDeps,
 ): Promise<ServeOutcome> {
@@ -237,7 +237,7 @@ function abandonedByFailure(attempt: Attempt, error: Error): ServeOutcome {
 async function serveRawStream(
   ctx: RequestContext,
   attempt: Attempt,
-  response: Dispatcher.ResponseData,
+  response: UpstreamResponse,
   canRetry: boolean,
   deps: ServeDeps,
 ): Promise<ServeOutcome> {
@@ -295,7 +295,7 @@ async function serveRawStream(
 async function serveTransformedStream(
   ctx: RequestContext,
   attempt: Attempt,
-  response: Dispatcher.ResponseData,
+  response: UpstreamResponse,
   canRetry: boolean,
   deps: ServeDeps,
   onFinished: () => void,

@@ -1,0 +1,194 @@
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { UpstreamClient } from '../../src/gateway/http/upstream.js';
+import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+
+/** Everything the body yields, or the error that ended it (with what arrived before). */
+async function drain(body: Readable): Promise<{ bytes: Buffer; error?: Error & { code?: string } }> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return { bytes: Buffer.concat(chunks) };
+  } catch (error) {
+    return { bytes: Buffer.concat(chunks), error: error as Error & { code?: string } };
+  }
+}
+
+/** Resolves when the upstream's response closes; `finished` tells whether it was sent to its end. */
+function closeOf(res: ServerResponse): Promise<{ finished: boolean }> {
+  return new Promise((resolve) => res.once('close', () => resolve({ finished: res.writableFinished })));
+}
+
+/**
+ * The provider answers with an event stream, sends one frame and holds the response open; resolves
+ * when that response closes (`finished`: whether it was sent to its end).
+ */
+function streamOneFrameAndHold(upstream: RecordingUpstream): Promise<{ finished: boolean }> {
+  return new Promise((resolve) => {
+    upstream.respondWith((_req, res) => {
+      void closeOf(res).then(resolve);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: 1\n\n');
+    });
+  });
+}
+
+describe('UpstreamExchange (requests to providers through undici dispatch)', () => {
+  let upstream: RecordingUpstream;
+  let client: UpstreamClient;
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+  });
+  afterEach(async () => {
+    // destroy, not close: a failed test may leave a body unread, which close would wait for.
+    await client.agent.destroy();
+  });
+  afterAll(async () => {
+    await upstream.close();
+  });
+
+  const post = (body = '{"model":"m"}') =>
+    client.send({
+      origin: upstream.url,
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(body),
+    });
+
+  it('delivers status, headers and the body, and sends the request body unchanged', async () => {
+    client = new UpstreamClient();
+    upstream.respondWith(jsonReply(201, { ok: true }, { 'x-provider': 'p' }));
+    const response = await post('{"model":"m","n":1}').response;
+    expect(response.statusCode).toBe(201);
+    expect(response.headers['x-provider']).toBe('p');
+    const { bytes, error } = await drain(response.body);
+    expect(error).toBeUndefined();
+    expect(JSON.parse(bytes.toString('utf8'))).toEqual({ ok: true });
+    expect(upstream.requests.at(-1)!.body).toBe('{"model":"m","n":1}');
+  });
+
+  it('skips informational answers and settles with the final one', async () => {
+    client = new UpstreamClient();
+    upstream.respondWith((_req, res) => {
+      res.writeEarlyHints({ link: '</a>; rel=preload' });
+      jsonReply(200, { final: true })(_req, res, undefined as never);
+    });
+    const response = await post().response;
+    expect(response.statusCode).toBe(200);
+    expect(JSON.parse((await drain(response.body)).bytes.toString('utf8'))).toEqual({ final: true });
+  });
+
+  it('applies backpressure: an unread body stops the provider writing, reading resumes it', async () => {
+    client = new UpstreamClient();
+    const total = 16 * 1024 * 1024;
+    const piece = Buffer.alloc(64 * 1024, 'a');
+    let written = 0;
+    const done = new Promise<void>((resolve) => {
+      upstream.respondWith(async (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });
+        for (let sent = 0; sent < total; sent += piece.length) {
+          const more = res.write(piece);
+          written = sent + piece.length;
+          if (!more) await once(res, 'drain');
+        }
+        res.end();
+        resolve();
+      });
+    });
+    const response = await post().response;
+    await new Promise((r) => setTimeout(r, 300));
+    // Nobody reads: the body holds about one high-water mark and the provider is held back long
+    // before the end (the sockets' buffers hold the rest of what was written).
+    expect(response.body.readableLength).toBeLessThanOrEqual(128 * 1024);
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThan(total / 2);
+    const { bytes, error } = await drain(response.body);
+    await done;
+    expect(error).toBeUndefined();
+    expect(bytes.length).toBe(total);
+  });
+
+  it('abort before the head: the response rejects with UND_ERR_ABORTED and the provider sees a close', async () => {
+    client = new UpstreamClient();
+    let closed: Promise<{ finished: boolean }> | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      upstream.respondWith((_req, res) => {
+        closed = closeOf(res);
+        resolve();
+      });
+    });
+    const exchange = post();
+    await arrived;
+    exchange.abort();
+    exchange.abort();
+    await expect(exchange.response).rejects.toMatchObject({ code: 'UND_ERR_ABORTED' });
+    expect(await closed).toEqual({ finished: false });
+  });
+
+  it('abort at once, before a connection is even open, rejects the same way', async () => {
+    client = new UpstreamClient();
+    const before = upstream.requests.length;
+    const exchange = post();
+    exchange.abort();
+    await expect(exchange.response).rejects.toMatchObject({ code: 'UND_ERR_ABORTED' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(upstream.requests.length).toBe(before);
+  });
+
+  it('abort after the head: the body fails with UND_ERR_ABORTED after what arrived, the provider sees a close', async () => {
+    client = new UpstreamClient();
+    const closed = streamOneFrameAndHold(upstream);
+    const exchange = post();
+    const response = await exchange.response;
+    const first = (await once(response.body, 'data')) as [Buffer];
+    expect(first[0].toString()).toBe('data: 1\n\n');
+    exchange.abort();
+    const { error } = await drain(response.body);
+    expect(error?.code).toBe('UND_ERR_ABORTED');
+    expect(await closed).toEqual({ finished: false });
+  });
+
+  it('a reader that destroys the body before its end aborts the request', async () => {
+    client = new UpstreamClient();
+    const closed = streamOneFrameAndHold(upstream);
+    const response = await post().response;
+    const errored = once(response.body, 'error') as Promise<[Error & { code?: string }]>;
+    response.body.destroy();
+    expect((await errored)[0].code).toBe('UND_ERR_ABORTED');
+    expect(await closed).toEqual({ finished: false });
+  });
+
+  it('a provider that breaks off mid-body: the chunks before the break arrive, then an undici error', async () => {
+    client = new UpstreamClient();
+    upstream.respondWith((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: 1\n\n', () => setTimeout(() => res.socket?.destroy(), 20));
+    });
+    const response = await post().response;
+    const { bytes, error } = await drain(response.body);
+    expect(bytes.toString()).toBe('data: 1\n\n');
+    expect(error?.code).toMatch(/^UND_ERR_/);
+  });
+
+  it('a provider that cannot be reached rejects the response with the connect error', async () => {
+    client = new UpstreamClient();
+    const probe = createServer();
+    probe.listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const { port } = probe.address() as { port: number };
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const exchange = client.send({
+      origin: `http://127.0.0.1:${port}`,
+      path: '/',
+      method: 'GET',
+      headers: {},
+      body: null,
+    });
+    await expect(exchange.response).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+});
