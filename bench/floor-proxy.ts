@@ -1,8 +1,11 @@
 /**
  * The floor proxy: the least a Node.js proxy for this traffic can do, to measure the gateway
  * against. It reads the request body, parses the JSON once (a router must find `model`), forwards
- * with an undici Pool (keep-alive, unlimited connections, as the gateway's Agent), and streams the
- * response back with `pipeline` (backpressure both ways, upstream aborted when the client leaves).
+ * with an undici Pool (keep-alive, unlimited connections, as the gateway's Agent) through its
+ * dispatch handler API, and writes the response back from the handler's callbacks (backpressure both
+ * ways: a full client socket pauses the upstream parser). `--client request` uses undici's
+ * request() and its body stream instead (the idiomatic way, and what the gateway did before; its
+ * per-request objects get promoted to the old generation, see docs/performance.md).
  * Hop-by-hop headers are dropped in both directions, as any correct proxy must, and a client that
  * leaves early has its upstream request aborted. No routing table, auth, limits, metrics or logging.
  *
@@ -46,9 +49,16 @@ const { values } = parseArgs({
     // write/drain/end/destroy, which skips pipeline's per-call AbortController (it aborts it, with a
     // DOMException, when every pipeline finishes) and its end-of-stream bookkeeping.
     'stream-back': { type: 'string', default: 'pipeline' },
+    // `dispatch` (default): undici's handler API, the response written from the handler's
+    // callbacks (what the gateway does). `request`: undici's request() convenience and its body
+    // stream, sent back per `--stream-back` (`--abort-on-close` applies to it).
+    client: { type: 'string', default: 'dispatch' },
   },
 });
 if (!values.upstream) throw new Error('--upstream <origin> is required');
+if (values.client !== 'dispatch' && values.client !== 'request') {
+  throw new Error(`--client is dispatch or request, not ${values.client}`);
+}
 const abortAlways = values['abort-on-close'] === 'always';
 const streamBack = values['stream-back'] === 'pump' ? pump : pipelineBack;
 
@@ -96,32 +106,83 @@ const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 },
         return;
       }
     }
-    const abort = new AbortController();
-    // Only a client that left before its response finished needs the upstream request aborted:
-    // aborting a finished one costs a DOMException (with a stack trace) and an event dispatch.
-    res.once('close', () => {
-      if (abortAlways || !res.writableFinished) abort.abort();
-    });
-    pool
-      .request({
-        path: req.url ?? '/',
-        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
-        headers: forwardable(req.headers),
-        body: body.length > 0 ? body : null,
-        signal: abort.signal,
-      })
-      .then(
-        (upstream) => {
-          res.writeHead(upstream.statusCode, forwardable(upstream.headers));
-          streamBack(upstream.body, res);
-        },
-        () => {
-          if (!res.headersSent) res.writeHead(502, { 'content-length': 0 }).end();
-          else res.destroy();
-        },
-      );
+    const options = {
+      path: req.url ?? '/',
+      method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+      headers: forwardable(req.headers),
+      body: body.length > 0 ? body : null,
+    };
+    if (values.client === 'dispatch') forwardByDispatch(options, res);
+    else forwardByRequest(options, res);
   });
 });
+
+/** Writes the provider's response from the dispatch callbacks; the client's backpressure pauses it. */
+class Forward implements Dispatcher.DispatchHandler {
+  readonly #res: ServerResponse;
+  #controller: Dispatcher.DispatchController | undefined;
+
+  constructor(res: ServerResponse) {
+    this.#res = res;
+    // A client that left before its response finished has the upstream request aborted.
+    res.once('close', () => {
+      if (!res.writableFinished) this.#controller?.abort(new Error('client gone'));
+    });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#res.destroyed) controller.abort(new Error('client gone'));
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (statusCode >= 200) this.#res.writeHead(statusCode, forwardable(headers));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#res.write(chunk)) {
+      controller.pause();
+      this.#res.once('drain', () => controller.resume());
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, _error: Error): void {
+    if (!this.#res.headersSent) this.#res.writeHead(502, { 'content-length': 0 }).end();
+    else this.#res.destroy();
+  }
+}
+
+function forwardByDispatch(options: Omit<Dispatcher.RequestOptions, 'origin'>, res: ServerResponse): void {
+  pool.dispatch(options, new Forward(res));
+}
+
+function forwardByRequest(options: Omit<Dispatcher.RequestOptions, 'origin'>, res: ServerResponse): void {
+  const abort = new AbortController();
+  // Only a client that left before its response finished needs the upstream request aborted:
+  // aborting a finished one costs a DOMException (with a stack trace) and an event dispatch.
+  res.once('close', () => {
+    if (abortAlways || !res.writableFinished) abort.abort();
+  });
+  pool.request({ ...options, signal: abort.signal }).then(
+    (upstream) => {
+      res.writeHead(upstream.statusCode, forwardable(upstream.headers));
+      streamBack(upstream.body, res);
+    },
+    () => {
+      if (!res.headersSent) res.writeHead(502, { 'content-length': 0 }).end();
+      else res.destroy();
+    },
+  );
+}
+
 server.keepAliveTimeout = 65_000;
 server.listen({ host: '127.0.0.1', port: 0 }, () => {
   const { port } = server.address() as AddressInfo;
