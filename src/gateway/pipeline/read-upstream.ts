@@ -59,8 +59,9 @@ export async function readAll(body: Readable, maxBytes: number): Promise<ReadAll
 }
 
 /**
- * Drops an upstream body that will not be read. undici reports the abort as an 'error' event on the
- * body, which would crash the process without a listener, so one is attached first.
+ * Drops an upstream body that will not be read. Destroying it before its end aborts the request and
+ * reports that as an 'error' event on the body (`http/upstream-exchange.ts`), which would crash
+ * the process without a listener, so one is attached first.
  */
 export function discard(body: Readable): void {
   body.on('error', ignore);
