@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import type { ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
 import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { UpstreamClient } from '../../src/gateway/http/upstream.js';
@@ -190,5 +192,119 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       body: null,
     });
     await expect(exchange.response).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  describe('forwardTo: the body written to a client response from the dispatch callbacks', () => {
+    /**
+     * A front server whose handler sends the request on and forwards the answer; resolves per
+     * request with whether the forward was taken and any failure it reported.
+     */
+    async function startFront(): Promise<{
+      url: string;
+      failures: Error[];
+      close: () => Promise<void>;
+    }> {
+      const failures: Error[] = [];
+      const front = createHttpServer((req, res) => {
+        req.resume();
+        void post().response.then((response) => {
+          res.writeHead(response.statusCode, { 'content-type': String(response.headers['content-type']) });
+          const taken = response.forwardTo(res, (error) => {
+            failures.push(error);
+            res.destroy();
+          });
+          if (!taken) res.destroy(new Error('forward not taken'));
+        });
+      });
+      front.listen(0, '127.0.0.1');
+      await once(front, 'listening');
+      return {
+        url: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
+        failures,
+        close: async () => {
+          front.closeAllConnections();
+          await new Promise<void>((resolve) => front.close(() => resolve()));
+        },
+      };
+    }
+
+    it('delivers the whole body, and the provider is held back while the client does not read', async () => {
+      client = new UpstreamClient();
+      const total = 16 * 1024 * 1024;
+      const piece = Buffer.alloc(64 * 1024, 'b');
+      let written = 0;
+      upstream.respondWith(async (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });
+        for (let sent = 0; sent < total; sent += piece.length) {
+          const more = res.write(piece);
+          written = sent + piece.length;
+          if (!more) await once(res, 'drain');
+        }
+        res.end();
+      });
+      const front = await startFront();
+      try {
+        const reply = await request(`${front.url}/`, { method: 'POST', body: '{}' });
+        await new Promise((r) => setTimeout(r, 300));
+        expect(written).toBeLessThan(total / 2);
+        const bytes = Buffer.from(await reply.body.arrayBuffer());
+        expect(bytes.length).toBe(total);
+        expect(front.failures).toEqual([]);
+      } finally {
+        await front.close();
+      }
+    });
+
+    it('a client that leaves aborts the provider request', async () => {
+      client = new UpstreamClient();
+      const closed = streamOneFrameAndHold(upstream);
+      const front = await startFront();
+      try {
+        const reply = await request(`${front.url}/`, { method: 'POST', body: '{}' });
+        const first = (await once(reply.body, 'data')) as [Buffer];
+        expect(first[0].toString()).toBe('data: 1\n\n');
+        reply.body.destroy();
+        expect(await closed).toEqual({ finished: false });
+        expect(front.failures).toEqual([]);
+      } finally {
+        await front.close();
+      }
+    });
+
+    it('a provider that breaks off is reported to the failure callback once', async () => {
+      client = new UpstreamClient();
+      upstream.respondWith((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: 1\n\n', () => setTimeout(() => res.socket?.destroy(), 20));
+      });
+      const front = await startFront();
+      try {
+        const reply = await request(`${front.url}/`, { method: 'POST', body: '{}' });
+        const { bytes, error } = await drain(reply.body);
+        expect(bytes.toString()).toBe('data: 1\n\n');
+        expect(error).toBeDefined();
+        expect(front.failures).toHaveLength(1);
+        expect((front.failures[0] as Error & { code?: string }).code).toMatch(/^UND_ERR_/);
+      } finally {
+        await front.close();
+      }
+    });
+
+    it('is refused once the body was taken as a stream, and the stream is refused after a forward', async () => {
+      client = new UpstreamClient();
+      upstream.respondWith(jsonReply(200, { ok: true }));
+      const first = await post().response;
+      const stream = first.body;
+      expect(first.forwardTo({} as never, () => {})).toBe(false);
+      expect(JSON.parse((await drain(stream)).bytes.toString('utf8'))).toEqual({ ok: true });
+
+      const front = await startFront();
+      try {
+        const reply = await request(`${front.url}/`, { method: 'POST', body: '{}' });
+        expect(JSON.parse(await reply.body.text())).toEqual({ ok: true });
+      } finally {
+        await front.close();
+      }
+    });
   });
 });

@@ -1,26 +1,55 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { errors, type Dispatcher } from 'undici';
-
-/** A provider's answer: status, headers, and its body as a stream (backpressure reaches the socket). */
-export interface UpstreamResponse {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  body: Readable;
-}
 
 /** Same high-water mark as undici's own response bodies. */
 const BODY_HIGH_WATER_MARK = 64 * 1024;
 
+/** Called when a forwarded body breaks (after `forwardTo`); the caller decides how to end the client's response. */
+export type ForwardFailure = (error: Error) => void;
+
+/**
+ * A provider's answer: status and headers, and its body, taken one of two ways (once):
+ * `body`, a stream (backpressure reaches the socket), or `forwardTo(res)`, which writes the body
+ * to a client response straight from undici's callbacks, without a stream in between.
+ */
+export class UpstreamResponse {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly #exchange: UpstreamExchange;
+
+  constructor(exchange: UpstreamExchange, statusCode: number, headers: IncomingHttpHeaders) {
+    this.#exchange = exchange;
+    this.statusCode = statusCode;
+    this.headers = headers;
+  }
+
+  /** The body as a stream (created on first use). */
+  get body(): Readable {
+    return this.#exchange.bodyStream();
+  }
+
+  /**
+   * Writes the rest of the body to `res` (which has its head already) and ends it, pausing the
+   * provider while `res` is full. False when the body has been taken as a stream already; the
+   * caller then pipes it. After true: a broken body is reported to `onFailure` (nothing more is
+   * written), and a client that leaves first aborts the request.
+   */
+  forwardTo(res: ServerResponse, onFailure: ForwardFailure): boolean {
+    return this.#exchange.forward(res, onFailure);
+  }
+}
+
 /**
  * One request to a provider, driven through undici's `dispatch` (the handler API) instead of its
- * `request` convenience: `response` settles with the status and headers, the body streams.
+ * `request` convenience: `response` settles with the status and headers, then the body arrives
+ * through the callbacks below, into whichever way the reader took it.
  *
  * Why not `Agent.request`: its handler keeps a per-request arrow function over the dispatch
  * controller, and with it every request's objects (client request, response, streams) outlive
  * two young-generation collections and are promoted to the old generation, about 5 KB per
  * request. Each collection then copies megabytes and pauses the process for milliseconds
- * (docs/performance.md, "Where the tail comes from"). This handler keeps no closures: the body
+ * (docs/performance.md, "Where the tail came from"). This handler keeps no closures: the body
  * reaches the controller through its own fields, and aborting is a method call.
  */
 export class UpstreamExchange implements Dispatcher.DispatchHandler {
@@ -29,9 +58,17 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #resolve!: (response: UpstreamResponse) => void;
   #reject!: (error: Error) => void;
   #controller: Dispatcher.DispatchController | undefined;
-  #body: UpstreamBody | undefined;
   #aborted = false;
   #settled = false;
+  /** Body chunks that arrived before the reader chose a way to take the body. */
+  #early: Buffer[] = [];
+  #earlyBytes = 0;
+  /** The body ended (true) or failed (an error) before the reader chose. */
+  #earlyEnd: true | Error | undefined;
+  #body: UpstreamBody | undefined;
+  #sink: ServerResponse | undefined;
+  #onSinkFailure: ForwardFailure | undefined;
+  #sinkDone = false;
 
   constructor() {
     this.response = new Promise<UpstreamResponse>((resolve, reject) => {
@@ -42,7 +79,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   /**
    * Gives the request up: before the response head it rejects `response` (`UND_ERR_ABORTED`),
-   * afterwards it destroys the body with that error. Idempotent.
+   * afterwards the body fails with that error (a stream is destroyed with it; a forward reports
+   * it). Idempotent.
    */
   abort(): void {
     if (this.#aborted) return;
@@ -55,32 +93,105 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     // Not started yet (waiting for a connection): onRequestStart aborts it.
   }
 
+  bodyStream(): Readable {
+    if (this.#body) return this.#body;
+    if (this.#sink) throw new Error('the upstream body is being forwarded already');
+    const body = new UpstreamBody(this.#controller!);
+    this.#body = body;
+    let room = true;
+    for (const chunk of this.#early) room = body.push(chunk);
+    this.#early = [];
+    if (this.#earlyEnd === true) body.push(null);
+    else if (this.#earlyEnd) body.destroy(this.#earlyEnd);
+    else if (room && this.#controller!.paused) this.#controller!.resume();
+    return body;
+  }
+
+  forward(res: ServerResponse, onFailure: ForwardFailure): boolean {
+    if (this.#body || this.#sink) return false;
+    this.#sink = res;
+    this.#onSinkFailure = onFailure;
+    res.once('close', abandonForward.bind(this));
+    let room = true;
+    for (const chunk of this.#early) room = res.write(chunk);
+    this.#early = [];
+    if (this.#earlyEnd === true) {
+      this.#sinkDone = true;
+      res.end();
+    } else if (this.#earlyEnd) {
+      this.#sinkDone = true;
+      onFailure(this.#earlyEnd);
+    } else if (!room) {
+      this.#controller!.pause();
+      res.once('drain', resumeForward.bind(this));
+    } else if (this.#controller!.paused) {
+      this.#controller!.resume();
+    }
+    return true;
+  }
+
+  /** The client's response closed: a forward that had not finished gives the request up. */
+  clientClosed(): void {
+    if (!this.#sinkDone) {
+      this.#sinkDone = true;
+      this.#controller?.abort(new errors.RequestAbortedError());
+    }
+  }
+
+  /** The client's socket drained: let the provider's data flow again. */
+  sinkDrained(): void {
+    if (!this.#sinkDone) this.#controller?.resume();
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
     if (this.#aborted) controller.abort(new errors.RequestAbortedError());
   }
 
   onResponseStart(
-    controller: Dispatcher.DispatchController,
+    _controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
     if (statusCode < 200) return;
-    const body = new UpstreamBody(controller);
-    this.#body = body;
     this.#settled = true;
-    this.#resolve({ statusCode, headers, body });
+    this.#resolve(new UpstreamResponse(this, statusCode, headers));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const sink = this.#sink;
+    if (sink !== undefined) {
+      if (this.#sinkDone) return;
+      if (!sink.write(chunk)) {
+        controller.pause();
+        sink.once('drain', resumeForward.bind(this));
+      }
+      return;
+    }
     const body = this.#body;
-    if (body === undefined || body.destroyed) return;
-    if (!body.push(chunk)) controller.pause();
+    if (body !== undefined) {
+      if (!body.destroyed && !body.push(chunk)) controller.pause();
+      return;
+    }
+    this.#early.push(chunk);
+    this.#earlyBytes += chunk.length;
+    // Nobody has taken the body yet (the reader is one microtask away): hold at most a stream's worth.
+    if (this.#earlyBytes >= BODY_HIGH_WATER_MARK) controller.pause();
   }
 
   onResponseEnd(): void {
+    if (this.#sink !== undefined) {
+      if (this.#sinkDone) return;
+      this.#sinkDone = true;
+      this.#sink.end();
+      return;
+    }
     const body = this.#body;
-    if (body !== undefined && !body.destroyed) body.push(null);
+    if (body !== undefined) {
+      if (!body.destroyed) body.push(null);
+      return;
+    }
+    this.#earlyEnd = true;
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -89,16 +200,35 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       this.#reject(error);
       return;
     }
+    if (this.#sink !== undefined) {
+      if (this.#sinkDone) return;
+      this.#sinkDone = true;
+      this.#onSinkFailure!(error);
+      return;
+    }
     const body = this.#body;
-    if (body === undefined || body.destroyed) return;
+    if (body === undefined) {
+      this.#earlyEnd = error;
+      return;
+    }
+    if (body.destroyed) return;
     // Chunks already queued by the parser reach the body's readers first, as with undici's own API.
     queueMicrotask(() => body.destroy(error));
   }
 }
 
+function abandonForward(this: UpstreamExchange): void {
+  this.clientClosed();
+}
+
+function resumeForward(this: UpstreamExchange): void {
+  this.sinkDrained();
+}
+
 /**
- * The response body: reading resumes the paused parser; destroying it before its end aborts the
- * request (and reports `UND_ERR_ABORTED` when no other error is given, as undici's bodies do).
+ * The response body as a stream: reading resumes the paused parser; destroying it before its end
+ * aborts the request (and reports `UND_ERR_ABORTED` when no other error is given, as undici's bodies
+ * do).
  */
 class UpstreamBody extends Readable {
   readonly #controller: Dispatcher.DispatchController;

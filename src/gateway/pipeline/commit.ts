@@ -54,10 +54,11 @@ export function cutResponse(res: ServerResponse): void {
 }
 
 /**
- * Streams the provider's response to the client unchanged after the bytes already read while
- * inspecting it, with backpressure both ways (pipe pauses the provider when the client is slow). If
- * the provider's body breaks, the client's response is cut (a transport error, never a clean end);
- * if the client goes away, the provider's body is dropped, which aborts the upstream request.
+ * Sends the provider's response to the client unchanged after the bytes already read while
+ * inspecting it, with backpressure both ways (a full client socket pauses the provider). A body
+ * nobody has read yet is forwarded straight from undici's callbacks; one already read from is
+ * piped. If the provider's body breaks, the client's response is cut (a transport error, never a
+ * clean end); if the client goes away, the upstream request is aborted.
  */
 export function passThrough(
   ctx: RequestContext,
@@ -67,22 +68,25 @@ export function passThrough(
   deps: CommitDeps,
 ): void {
   const { res } = ctx;
-  const body = response.body;
   res.writeHead(response.statusCode, headersFor(attempt, response.headers, false));
   // An event stream's head goes out at once: the client learns the answer started even if the
   // provider then stalls (and the request is not counted as served with nothing sent).
   if (prefix.length === 0 && isEventStream(response.headers['content-type'])) res.flushHeaders();
   for (const chunk of prefix) res.write(chunk);
-  if (body.errored) {
-    upstreamBodyFailed(ctx, attempt, body.errored, deps);
+  const bodyFailed = (error: Error): void => {
+    if (ctx.isClosed) return;
+    upstreamBodyFailed(ctx, attempt, error, deps);
     cutResponse(res);
+  };
+  if (response.forwardTo(res, bodyFailed)) return;
+  const body = response.body;
+  if (body.errored) {
+    bodyFailed(body.errored);
     return;
   }
   body.on('error', (error: Error) => {
-    if (ctx.isClosed) return;
-    upstreamBodyFailed(ctx, attempt, error, deps);
     body.unpipe(res);
-    cutResponse(res);
+    bodyFailed(error);
   });
   res.once('close', () => {
     if (!body.readableEnded) discard(body);
