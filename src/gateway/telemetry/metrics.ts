@@ -1,9 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
- * Labelled children by their label values. prom-client hashes the label object on every `inc` or
- * `observe`; the request path instead looks its child up once per label combination. Label values
- * are bounded by configuration (spec 6: label sets persist), so the cache never needs eviction.
+ * Labelled children by their label values, made once per label combination. Label values are
+ * bounded by configuration (spec 6: label sets persist), so the cache never needs eviction.
  */
 class Children<C> {
   readonly #map = new Map<string, C>();
@@ -14,13 +13,65 @@ class Children<C> {
   }
 
   get(...values: string[]): C {
-    const key = values.join('\u0000');
+    const key = values.length === 1 ? values[0]! : values.join('\u0000');
     let child = this.#map.get(key);
     if (child === undefined) {
       child = this.#make(values);
       this.#map.set(key, child);
     }
     return child;
+  }
+}
+
+type Labels = Record<string, string>;
+
+function labelsOf(names: readonly string[], values: readonly string[]): Labels {
+  const labels: Labels = {};
+  names.forEach((name, i) => (labels[name] = values[i]!));
+  return labels;
+}
+
+/**
+ * A request-path counter child: adding is a number increment; prom-client (which hashes the label
+ * set on every call) gets the sum when `/metrics` is collected.
+ */
+export class CountingChild {
+  readonly labels: Labels;
+  pending = 0;
+
+  constructor(labels: Labels) {
+    this.labels = labels;
+  }
+
+  inc(): void {
+    this.pending++;
+  }
+}
+
+/** A request-path gauge child: a plain number, published when `/metrics` is collected. */
+export class GaugeChild {
+  readonly labels: Labels;
+  value = 0;
+
+  constructor(labels: Labels) {
+    this.labels = labels;
+  }
+
+  inc(): void {
+    this.value++;
+  }
+
+  dec(): void {
+    this.value--;
+  }
+}
+
+/** Moves what the children counted since the last collection into their counter. */
+function flushCounts(counter: Counter<string>, children: readonly CountingChild[]): void {
+  for (const child of children) {
+    if (child.pending === 0) continue;
+    counter.inc(child.labels, child.pending);
+    child.pending = 0;
   }
 }
 
@@ -58,10 +109,13 @@ export class GatewayMetrics {
   readonly prefix: string;
 
   /** Request-path children: (model, status, traffic), (model, traffic), (model), (model, pool, provider, outcome). */
-  readonly requestsOf: Children<Counter.Internal>;
+  readonly requestsOf: Children<CountingChild>;
   readonly durationOf: Children<Histogram.Internal<'model' | 'traffic'>>;
-  readonly inflightOf: Children<Gauge.Internal<'model'>>;
-  readonly attemptsOf: Children<Counter.Internal>;
+  readonly inflightOf: Children<GaugeChild>;
+  readonly attemptsOf: Children<CountingChild>;
+  readonly #requestCounts: CountingChild[] = [];
+  readonly #attemptCounts: CountingChild[] = [];
+  readonly #inflightValues: GaugeChild[] = [];
 
   constructor(prefix: string) {
     this.prefix = prefix;
@@ -103,6 +157,7 @@ export class GatewayMetrics {
       help: 'Proxy requests answered, by alias, response status and traffic class.',
       labelNames: ['model', 'status', 'traffic'],
       registers,
+      collect: () => flushCounts(this.requests, this.#requestCounts),
     });
     this.requestDuration = new Histogram({
       name: name('request_duration_seconds'),
@@ -128,6 +183,9 @@ export class GatewayMetrics {
       help: 'Requests in flight on the alias (until the response body ends).',
       labelNames: ['model'],
       registers,
+      collect: () => {
+        for (const child of this.#inflightValues) this.modelInflight.set(child.labels, child.value);
+      },
     });
     this.upstreamErrors = new Counter({
       name: name('upstream_errors_total'),
@@ -141,6 +199,7 @@ export class GatewayMetrics {
       help: 'Upstream attempts by provider and outcome: committed (served the client), status, embedded_error, deadline, connection_error, local_refusal, client_gone.',
       labelNames: ['model', 'pool', 'provider', 'outcome'],
       registers,
+      collect: () => flushCounts(this.upstreamAttempts, this.#attemptCounts),
     });
     this.unsupportedParams = new Counter({
       name: name('unsupported_params_total'),
@@ -149,10 +208,26 @@ export class GatewayMetrics {
       registers,
     });
 
-    this.requestsOf = new Children((v) => this.requests.labels(...v));
+    // A child's series exists from its first use, as with prom-client's own children.
+    this.requestsOf = new Children((v) => {
+      const child = new CountingChild(labelsOf(['model', 'status', 'traffic'], v));
+      this.requests.inc(child.labels, 0);
+      this.#requestCounts.push(child);
+      return child;
+    });
     this.durationOf = new Children((v) => this.requestDuration.labels(...v));
-    this.inflightOf = new Children((v) => this.modelInflight.labels(...v));
-    this.attemptsOf = new Children((v) => this.upstreamAttempts.labels(...v));
+    this.inflightOf = new Children((v) => {
+      const child = new GaugeChild(labelsOf(['model'], v));
+      this.modelInflight.set(child.labels, 0);
+      this.#inflightValues.push(child);
+      return child;
+    });
+    this.attemptsOf = new Children((v) => {
+      const child = new CountingChild(labelsOf(['model', 'pool', 'provider', 'outcome'], v));
+      this.upstreamAttempts.inc(child.labels, 0);
+      this.#attemptCounts.push(child);
+      return child;
+    });
 
     collectDefaultMetrics({ register: this.registry });
   }
