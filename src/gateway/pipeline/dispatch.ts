@@ -9,7 +9,7 @@ import type { RequestContext } from './context.js';
 import { gatewayErrors, refusalError, type GatewayError } from './errors.js';
 import { parseJsonBody } from './resolve.js';
 import { responseModeFor } from './response-mode.js';
-import { serveResponse, type AbandonReason } from './serve.js';
+import { serveResponse, type AbandonReason, type ServeOutcome } from './serve.js';
 
 export interface DispatchDeps extends CommitDeps {
   upstream: UpstreamClient;
@@ -116,9 +116,10 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
     } else {
       // The attempt's grants and probe stay alive until the response is done with.
       ctx.hold({ ok: true, release: finishAttempt });
-      let served: Awaited<ReturnType<typeof serveResponse>>;
+      let served: ServeOutcome;
       try {
-        served = await serveResponse(ctx, attempt, sent.response, !last, deps, finishAttempt);
+        const serving = serveResponse(ctx, attempt, sent.response, !last, deps, finishAttempt);
+        served = isPromise(serving) ? await serving : serving;
       } catch (error) {
         finishAttempt();
         throw error;

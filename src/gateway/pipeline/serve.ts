@@ -1,4 +1,5 @@
 import type { UpstreamResponse } from '../http/upstream-exchange.js';
+import type { MaybePromise } from '../limits/types.js';
 import { SseParser } from '../../lib/sse.js';
 import {
   INVALID_UPSTREAM_STATUS,
@@ -94,14 +95,14 @@ function parseJsonSafe(text: string): unknown {
  * error embedded in a 200 (first SSE data frame or JSON body), or when the first-token deadline
  * fires. `canRetry` says whether abandoning is possible at all.
  */
-export async function serveResponse(
+export function serveResponse(
   ctx: RequestContext,
   attempt: Attempt,
   response: UpstreamResponse,
   canRetry: boolean,
   deps: ServeDeps,
   onFinished: () => void,
-): Promise<ServeOutcome> {
+): MaybePromise<ServeOutcome> {
   const status = response.statusCode;
   const fallback = ctx.route!.fallback;
   attempt.probe?.status(status);
@@ -151,8 +152,31 @@ function commitErrorStatus(
   answerError(ctx, attempt, status, standaloneUpstreamErrorBody(status));
 }
 
-/** Non-streamed 2xx bodies: read whole when they must be inspected or sanitized. */
-async function serveBody(
+/**
+ * Non-streamed 2xx bodies: passed through at once when nothing needs reading (answered without a
+ * promise: the common case of a last attempt in raw mode), read whole when they must be inspected
+ * or sanitized.
+ */
+function serveBody(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  canRetry: boolean,
+  deps: ServeDeps,
+): MaybePromise<ServeOutcome> {
+  const inspect = canRetry && isJson(response.headers['content-type']);
+  if (attempt.mode.kind === 'raw' && !inspect) {
+    attempt.cancelDeadline();
+    passThrough(ctx, attempt, response, [], deps);
+    return COMMITTED;
+  }
+  return serveReadBody(ctx, attempt, response, canRetry, deps);
+}
+
+const COMMITTED: ServeOutcome = { kind: 'committed' };
+
+/** A non-streamed body read whole: inspected for an embedded error, sanitized, or both. */
+async function serveReadBody(
   ctx: RequestContext,
   attempt: Attempt,
   response: UpstreamResponse,
@@ -160,13 +184,6 @@ async function serveBody(
   deps: ServeDeps,
 ): Promise<ServeOutcome> {
   const mode = attempt.mode;
-  const inspect = canRetry && isJson(response.headers['content-type']);
-  if (mode.kind === 'raw' && !inspect) {
-    attempt.cancelDeadline();
-    passThrough(ctx, attempt, response, [], deps);
-    return { kind: 'committed' };
-  }
-
   const read = await readAll(response.body, MAX_INSPECTED_BODY_BYTES);
   if (read.kind === 'failed') return abandonedByFailure(attempt, read.error);
   attempt.cancelDeadline();
