@@ -9,6 +9,9 @@ import { NOOP_SPAN } from '../telemetry/tracing.js';
 
 export type Traffic = 'realtime' | 'dispatched';
 
+/** The body of a request before it is read (shared: it is never written to). */
+const NO_BODY = Buffer.alloc(0);
+
 /**
  * Everything one request carries through the stages. Grants are released exactly once, when the
  * response closes (finished or abandoned), whatever stage the request reached.
@@ -23,7 +26,7 @@ export class RequestContext {
   /** The authenticated key; undefined on an open target. */
   identity: KeyIdentity | undefined;
   /** Raw request body bytes as received. */
-  body: Buffer = Buffer.alloc(0);
+  body: Buffer = NO_BODY;
   /** The parsed JSON body, when it was parsed (at most once). */
   json: Record<string, unknown> | undefined;
   /** In strict mode, the supported endpoint the path names (spec 4.5). */
