@@ -85,9 +85,14 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
     expect(JSON.parse((await drain(response.body)).bytes.toString('utf8'))).toEqual({ final: true });
   });
 
-  it('applies backpressure: an unread body stops the provider writing, reading resumes it', async () => {
-    client = new UpstreamClient();
-    const total = 16 * 1024 * 1024;
+  /**
+   * The provider answers `total` bytes as fast as the gateway takes them; `written()` is how far it
+   * got, `done` settles when it has sent everything.
+   */
+  function largeBody(): { total: number; written: () => number; done: Promise<void> } {
+    // Far beyond what the loopback sockets in between can buffer (their buffers autotune to several
+    // MB each), so a provider that is not held back would be done long before the check.
+    const total = 64 * 1024 * 1024;
     const piece = Buffer.alloc(64 * 1024, 'a');
     let written = 0;
     const done = new Promise<void>((resolve) => {
@@ -102,17 +107,37 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
         resolve();
       });
     });
+    return { total, written: () => written, done };
+  }
+
+  it('applies backpressure: an unread body stream stops the provider writing, reading resumes it', async () => {
+    client = new UpstreamClient();
+    const provider = largeBody();
+    const response = await post().response;
+    const body = response.body;
+    await new Promise((r) => setTimeout(r, 300));
+    // Nobody reads: the stream holds about one high-water mark and the provider is held back long
+    // before the end (the sockets' buffers hold the rest of what was written).
+    expect(body.readableLength).toBeLessThanOrEqual(128 * 1024);
+    expect(provider.written()).toBeGreaterThan(0);
+    expect(provider.written()).toBeLessThan(provider.total / 2);
+    const { bytes, error } = await drain(body);
+    await provider.done;
+    expect(error).toBeUndefined();
+    expect(bytes.length).toBe(provider.total);
+  });
+
+  it('a body nobody has taken yet holds one high-water mark and holds the provider back', async () => {
+    client = new UpstreamClient();
+    const provider = largeBody();
     const response = await post().response;
     await new Promise((r) => setTimeout(r, 300));
-    // Nobody reads: the body holds about one high-water mark and the provider is held back long
-    // before the end (the sockets' buffers hold the rest of what was written).
-    expect(response.body.readableLength).toBeLessThanOrEqual(128 * 1024);
-    expect(written).toBeGreaterThan(0);
-    expect(written).toBeLessThan(total / 2);
+    expect(provider.written()).toBeGreaterThan(0);
+    expect(provider.written()).toBeLessThan(provider.total / 2);
     const { bytes, error } = await drain(response.body);
-    await done;
+    await provider.done;
     expect(error).toBeUndefined();
-    expect(bytes.length).toBe(total);
+    expect(bytes.length).toBe(provider.total);
   });
 
   it('abort before the head: the response rejects with UND_ERR_ABORTED and the provider sees a close', async () => {
@@ -230,7 +255,9 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
 
     it('delivers the whole body, and the provider is held back while the client does not read', async () => {
       client = new UpstreamClient();
-      const total = 16 * 1024 * 1024;
+      // Far beyond what the loopback sockets in between can buffer (their buffers autotune
+      // to several MB each), so a provider that is not held back would be done long before the check.
+      const total = 64 * 1024 * 1024;
       const piece = Buffer.alloc(64 * 1024, 'b');
       let written = 0;
       upstream.respondWith(async (_req, res) => {
