@@ -1,24 +1,41 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
- * Labelled children by their label values, made once per label combination. Label values are
- * bounded by configuration (spec 6: label sets persist), so the cache never needs eviction.
+ * Labelled children by their label values, made once per label combination and found again by one
+ * map lookup per label (no key string built per call). Label values are bounded by configuration
+ * (spec 6: label sets persist), so the cache never needs eviction.
  */
 class Children<C> {
-  readonly #map = new Map<string, C>();
+  /** Label value -> next level (a Map) or, at the last label, the child. */
+  readonly #root = new Map<string, unknown>();
+  readonly #arity: 1 | 2 | 3 | 4;
   readonly #make: (values: string[]) => C;
 
-  constructor(make: (values: string[]) => C) {
+  constructor(arity: 1 | 2 | 3 | 4, make: (values: string[]) => C) {
+    this.#arity = arity;
     this.#make = make;
   }
 
-  get(...values: string[]): C {
-    const key = values.length === 1 ? values[0]! : values.join('\u0000');
-    let child = this.#map.get(key);
-    if (child === undefined) {
-      child = this.#make(values);
-      this.#map.set(key, child);
+  get(a: string, b = '', c = '', d = ''): C {
+    let node = this.#root.get(a);
+    if (this.#arity > 1) node = (node as Map<string, unknown> | undefined)?.get(b);
+    if (this.#arity > 2) node = (node as Map<string, unknown> | undefined)?.get(c);
+    if (this.#arity > 3) node = (node as Map<string, unknown> | undefined)?.get(d);
+    return node === undefined ? this.#create([a, b, c, d].slice(0, this.#arity)) : (node as C);
+  }
+
+  #create(values: string[]): C {
+    const child = this.#make(values);
+    let level = this.#root;
+    for (let i = 0; i < values.length - 1; i++) {
+      let next = level.get(values[i]!) as Map<string, unknown> | undefined;
+      if (next === undefined) {
+        next = new Map<string, unknown>();
+        level.set(values[i]!, next);
+      }
+      level = next;
     }
+    level.set(values[values.length - 1]!, child);
     return child;
   }
 }
@@ -209,20 +226,20 @@ export class GatewayMetrics {
     });
 
     // A child's series exists from its first use, as with prom-client's own children.
-    this.requestsOf = new Children((v) => {
+    this.requestsOf = new Children(3, (v) => {
       const child = new CountingChild(labelsOf(['model', 'status', 'traffic'], v));
       this.requests.inc(child.labels, 0);
       this.#requestCounts.push(child);
       return child;
     });
-    this.durationOf = new Children((v) => this.requestDuration.labels(...v));
-    this.inflightOf = new Children((v) => {
+    this.durationOf = new Children(2, (v) => this.requestDuration.labels(...v));
+    this.inflightOf = new Children(1, (v) => {
       const child = new GaugeChild(labelsOf(['model'], v));
       this.modelInflight.set(child.labels, 0);
       this.#inflightValues.push(child);
       return child;
     });
-    this.attemptsOf = new Children((v) => {
+    this.attemptsOf = new Children(4, (v) => {
       const child = new CountingChild(labelsOf(['model', 'pool', 'provider', 'outcome'], v));
       this.upstreamAttempts.inc(child.labels, 0);
       this.#attemptCounts.push(child);
