@@ -255,27 +255,14 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
 
     it('delivers the whole body, and the provider is held back while the client does not read', async () => {
       client = new UpstreamClient();
-      // Far beyond what the loopback sockets in between can buffer (their buffers autotune
-      // to several MB each), so a provider that is not held back would be done long before the check.
-      const total = 64 * 1024 * 1024;
-      const piece = Buffer.alloc(64 * 1024, 'b');
-      let written = 0;
-      upstream.respondWith(async (_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });
-        for (let sent = 0; sent < total; sent += piece.length) {
-          const more = res.write(piece);
-          written = sent + piece.length;
-          if (!more) await once(res, 'drain');
-        }
-        res.end();
-      });
+      const provider = largeBody();
       const front = await startFront();
       try {
         const reply = await request(`${front.url}/`, { method: 'POST', body: '{}' });
         await new Promise((r) => setTimeout(r, 300));
-        expect(written).toBeLessThan(total / 2);
+        expect(provider.written()).toBeLessThan(provider.total / 2);
         const bytes = Buffer.from(await reply.body.arrayBuffer());
-        expect(bytes.length).toBe(total);
+        expect(bytes.length).toBe(provider.total);
         expect(front.failures).toEqual([]);
       } finally {
         await front.close();

@@ -49,8 +49,8 @@ export class UpstreamResponse {
  * controller, and with it every request's objects (client request, response, streams) outlive
  * two young-generation collections and are promoted to the old generation, about 5 KB per
  * request. Each collection then copies megabytes and pauses the process for milliseconds
- * (docs/performance.md, "Where the tail came from"). This handler keeps no closures: the body
- * reaches the controller through its own fields, and aborting is a method call.
+ * (docs/performance.md, "Where the tail came from"). This handler keeps no closure over the
+ * controller: the body reaches it through its own fields, and aborting is a method call.
  */
 export class UpstreamExchange implements Dispatcher.DispatchHandler {
   /** Settles with the response head (1xx answers are skipped); rejects with undici's error. */

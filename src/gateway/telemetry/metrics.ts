@@ -42,6 +42,10 @@ class Children<C> {
 
 type Labels = Record<string, string>;
 
+const REQUEST_LABELS = ['model', 'status', 'traffic'] as const;
+const INFLIGHT_LABELS = ['model'] as const;
+const ATTEMPT_LABELS = ['model', 'pool', 'provider', 'outcome'] as const;
+
 function labelsOf(names: readonly string[], values: readonly string[]): Labels {
   const labels: Labels = {};
   names.forEach((name, i) => (labels[name] = values[i]!));
@@ -172,7 +176,7 @@ export class GatewayMetrics {
     this.requests = new Counter({
       name: name('requests_total'),
       help: 'Proxy requests answered, by alias, response status and traffic class.',
-      labelNames: ['model', 'status', 'traffic'],
+      labelNames: REQUEST_LABELS,
       registers,
       collect: () => flushCounts(this.requests, this.#requestCounts),
     });
@@ -198,7 +202,7 @@ export class GatewayMetrics {
     this.modelInflight = new Gauge({
       name: name('model_inflight'),
       help: 'Requests in flight on the alias (until the response body ends).',
-      labelNames: ['model'],
+      labelNames: INFLIGHT_LABELS,
       registers,
       collect: () => {
         for (const child of this.#inflightValues) this.modelInflight.set(child.labels, child.value);
@@ -214,7 +218,7 @@ export class GatewayMetrics {
     this.upstreamAttempts = new Counter({
       name: name('upstream_attempts_total'),
       help: 'Upstream attempts by provider and outcome: committed (served the client), status, embedded_error, deadline, connection_error, local_refusal, client_gone.',
-      labelNames: ['model', 'pool', 'provider', 'outcome'],
+      labelNames: ATTEMPT_LABELS,
       registers,
       collect: () => flushCounts(this.upstreamAttempts, this.#attemptCounts),
     });
@@ -227,20 +231,20 @@ export class GatewayMetrics {
 
     // A child's series exists from its first use, as with prom-client's own children.
     this.requestsOf = new Children(3, (v) => {
-      const child = new CountingChild(labelsOf(['model', 'status', 'traffic'], v));
+      const child = new CountingChild(labelsOf(REQUEST_LABELS, v));
       this.requests.inc(child.labels, 0);
       this.#requestCounts.push(child);
       return child;
     });
     this.durationOf = new Children(2, (v) => this.requestDuration.labels(...v));
     this.inflightOf = new Children(1, (v) => {
-      const child = new GaugeChild(labelsOf(['model'], v));
+      const child = new GaugeChild(labelsOf(INFLIGHT_LABELS, v));
       this.modelInflight.set(child.labels, 0);
       this.#inflightValues.push(child);
       return child;
     });
     this.attemptsOf = new Children(4, (v) => {
-      const child = new CountingChild(labelsOf(['model', 'pool', 'provider', 'outcome'], v));
+      const child = new CountingChild(labelsOf(ATTEMPT_LABELS, v));
       this.upstreamAttempts.inc(child.labels, 0);
       this.#attemptCounts.push(child);
       return child;
