@@ -169,6 +169,9 @@ describe('hot reloads under sustained load', () => {
     expect(generations.size, 'configurations that served requests').toBeGreaterThanOrEqual(3);
     expect(sumOf(metrics, 'gateway_model_inflight')).toBe(0);
     expect(sumOf(metrics, 'gateway_requests_total', { status: '200' })).toBe(load.sent);
+    // Every answered request is one duration observation, in the +Inf bucket and the count.
+    expect(sumOf(metrics, 'gateway_request_duration_seconds_count')).toBe(load.sent);
+    expect(sumOf(metrics, 'gateway_request_duration_seconds_bucket', { le: '+Inf' })).toBe(load.sent);
     results.reload = {
       durationSeconds: durationMs / 1000,
       concurrency,

@@ -35,7 +35,8 @@ export class ConnectionTracker {
       if (previous && !previous.headersSent) previous.shouldKeepAlive = true;
       res.shouldKeepAlive = false;
     }
-    res.once('close', () => {
+    // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
+    res.on('close', () => {
       this.activeResponses--;
       if (this.latestBySocket.get(socket) === res) this.latestBySocket.delete(socket);
       if (this.activeResponses === 0) {

@@ -22,14 +22,20 @@ const REQUEST_CONSUMED = new Set([
   'expect',
 ]);
 
-function connectionListed(headers: IncomingHttpHeaders): Set<string> | undefined {
+/** The last `Connection` value parsed and its names: clients send the same one on every request. */
+let lastConnection: { value: string; listed: ReadonlySet<string> } | undefined;
+
+/** The header names a `Connection` value lists (never modified by callers: it may be shared). */
+function connectionListed(headers: IncomingHttpHeaders): ReadonlySet<string> | undefined {
   const value = headers.connection;
   if (!value) return undefined;
+  if (lastConnection?.value === value) return lastConnection.listed;
   const listed = new Set<string>();
   for (const token of value.split(',')) {
     const name = token.trim().toLowerCase();
     if (name) listed.add(name);
   }
+  lastConnection = { value, listed };
   return listed;
 }
 

@@ -111,7 +111,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.#body || this.#sink) return false;
     this.#sink = res;
     this.#onSinkFailure = onFailure;
-    res.once('close', abandonForward.bind(this));
+    // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
+    res.on('close', abandonForward.bind(this));
     let room = true;
     for (const chunk of this.#early) room = res.write(chunk);
     this.#early = [];

@@ -3,17 +3,19 @@ import type { AttemptProbe } from '../balance/aimd.js';
 import type { ProviderRoute } from '../config/runtime.js';
 import { forwardRequestHeaders } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
-import type { UpstreamExchange, UpstreamResponse } from '../http/upstream-exchange.js';
-import type { RequestContext } from './context.js';
+import type { UpstreamExchange } from '../http/upstream-exchange.js';
+import type { GrantSet } from '../limits/grant-set.js';
+import type { Grant } from '../limits/types.js';
+import type { AbandonListener, RequestContext } from './context.js';
 import type { ResponseMode } from './response-mode.js';
 import type { Span } from '@opentelemetry/api';
 import { applyReasoning } from '../reasoning/index.js';
 import {
+  NOOP_SPAN,
   endSpan,
   genAiOperationForPath,
   injectTraceHeaders,
   setAttemptError,
-  setAttemptStatus,
   startAttemptSpan,
 } from '../telemetry/tracing.js';
 
@@ -34,11 +36,15 @@ export function bodyFor(ctx: RequestContext, provider: ProviderRoute): Buffer | 
 }
 
 /**
- * One try of one provider. It owns an abort controller (tied to the client's) and, when armed, the
- * first-token deadline: a timer started with the attempt and cancelled at the commit point (the first
- * data frame, or the decision to answer). When the timer fires first, the attempt is aborted.
+ * One try of one provider. It can be aborted (client gone, or deadline) and, when armed, owns the
+ * first-token deadline: a timer started with the attempt and cancelled at the commit point (the
+ * first data frame, or the decision to answer). When the timer fires first, the attempt is aborted.
+ *
+ * An attempt is itself the grant the request holds for it (released when the request closes, if
+ * not before): releasing it ends it and gives back the provider's limit slots it was given.
  */
-export class Attempt {
+export class Attempt implements Grant, AbandonListener {
+  readonly ok = true;
   readonly provider: ProviderRoute;
   /** 1-based. */
   readonly number: number;
@@ -49,12 +55,15 @@ export class Attempt {
   /** The CLIENT span of this attempt (a no-op span when tracing is off). */
   readonly span: Span;
   readonly startedAt = performance.now();
+  readonly #ctx: RequestContext;
+  /** The provider's limit slots taken for this attempt (none when the provider has no limits). */
+  readonly #grants: GrantSet | undefined;
   #aborted = false;
   #expired = false;
+  #released = false;
   /** The request in flight to the provider, once sent. */
   #exchange: UpstreamExchange | undefined;
   #timer: NodeJS.Timeout | undefined;
-  readonly #unlink: () => void;
 
   constructor(
     ctx: RequestContext,
@@ -65,21 +74,17 @@ export class Attempt {
       mode: ResponseMode;
       deadlineMs: number | undefined;
     },
+    grants: GrantSet | undefined,
   ) {
+    this.#ctx = ctx;
+    this.#grants = grants;
     this.provider = plan.provider;
     this.number = plan.number;
     this.last = plan.last;
     this.mode = plan.mode;
     this.probe = ctx.route!.share?.startAttempt(plan.provider.index === 0 ? 'preferred' : 'alternate');
-    const requested = ctx.json?.model;
-    this.span = startAttemptSpan(
-      ctx.span,
-      plan.provider.name,
-      plan.number,
-      plan.provider.gatewayModel ?? (typeof requested === 'string' ? requested : undefined),
-      { operation: genAiOperationForPath(ctx.path), ...plan.provider.endpoint.server },
-    );
-    this.#unlink = ctx.onAbandon(() => this.abort());
+    this.span = ctx.span === NOOP_SPAN ? NOOP_SPAN : attemptSpan(ctx, plan.provider, plan.number);
+    ctx.onAbandon(this);
     if (plan.deadlineMs !== undefined) {
       this.#timer = setTimeout(() => {
         this.#expired = true;
@@ -93,6 +98,11 @@ export class Attempt {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#exchange?.abort();
+  }
+
+  /** The client left before its response finished. */
+  abandoned(): void {
+    this.abort();
   }
 
   /** The request sent for this attempt; an attempt aborted before sending aborts it at once. */
@@ -116,27 +126,52 @@ export class Attempt {
     this.#timer = undefined;
   }
 
-  /** The attempt is over (abandoned, failed, or its response finished). Idempotent. */
-  dispose(): void {
+  /**
+   * The attempt is over (abandoned, failed, or its response finished): the deadline, the abandon
+   * hook, the share controller's probe and the span end, and the provider's limit slots are given
+   * back. Idempotent.
+   */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
     this.cancelDeadline();
-    this.#unlink();
+    this.#ctx.offAbandon(this);
     this.probe?.end();
     endSpan(this.span);
+    this.#grants?.release();
   }
 }
 
-export type SendResult =
-  | { kind: 'response'; response: UpstreamResponse }
-  | { kind: 'error'; error: Error & { code?: string } }
-  /** The rewritten body could not be serialized (nesting beyond the JSON serializer's depth). */
-  | { kind: 'unserializable' };
+/** The attempt's CLIENT span, child of the request's server span (tracing on). */
+function attemptSpan(ctx: RequestContext, provider: ProviderRoute, number: number): Span {
+  const requested = ctx.json?.model;
+  return startAttemptSpan(
+    ctx.span,
+    provider.name,
+    number,
+    provider.gatewayModel ?? (typeof requested === 'string' ? requested : undefined),
+    { operation: genAiOperationForPath(ctx.path), ...provider.endpoint.server },
+  );
+}
 
-/** Sends the client's request to the attempt's provider; never throws. */
-export async function send(
+/** Why a request could not be sent to the provider. */
+export type SendFailure =
+  /** The rewritten body could not be serialized (nesting beyond the JSON serializer's depth). */
+  | { kind: 'unserializable' }
+  /** The upstream client refused the request before it left (undici's error). */
+  | { kind: 'error'; error: Error & { code?: string } };
+
+const UNSERIALIZABLE: SendFailure = { kind: 'unserializable' };
+
+/**
+ * Sends the client's request to the attempt's provider and binds it to the attempt; the response
+ * head arrives on the exchange's `response` (see `settleResponse`). Never throws.
+ */
+export function send(
   ctx: RequestContext,
   attempt: Attempt,
   upstream: UpstreamClient,
-): Promise<SendResult> {
+): UpstreamExchange | SendFailure {
   const provider = attempt.provider;
   const method = ctx.req.method ?? 'GET';
   const headers = forwardRequestHeaders(ctx.req.headers, undefined);
@@ -149,7 +184,7 @@ export async function send(
   try {
     body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);
   } catch {
-    return { kind: 'unserializable' };
+    return UNSERIALIZABLE;
   }
   try {
     const exchange = upstream.send({
@@ -160,12 +195,15 @@ export async function send(
       body: body ?? null,
     });
     attempt.bindExchange(exchange);
-    const response = await exchange.response;
-    setAttemptStatus(attempt.span, response.statusCode);
-    return { kind: 'response', response };
+    return exchange;
   } catch (error) {
-    const failure = error as Error & { code?: string };
-    setAttemptError(attempt.span, attempt.expired ? 'first_token_timeout' : (failure.code ?? 'error'));
-    return { kind: 'error', error: failure };
+    return sendFailed(attempt, error);
   }
+}
+
+/** Records on the attempt's span how the request went; the failure as the dispatcher sees it. */
+export function sendFailed(attempt: Attempt, error: unknown): SendFailure {
+  const failure = error as Error & { code?: string };
+  setAttemptError(attempt.span, attempt.expired ? 'first_token_timeout' : (failure.code ?? 'error'));
+  return { kind: 'error', error: failure };
 }

@@ -186,7 +186,6 @@ export function pumpTransformed(
   response: UpstreamResponse,
   transform: SseSanitizeTransform,
   deps: CommitDeps,
-  onFinished: () => void,
 ): void {
   const { res } = ctx;
   const body = response.body;
@@ -194,7 +193,7 @@ export function pumpTransformed(
   if (ctx.isClosed) {
     // The client left between the commit point and here.
     discard(body);
-    onFinished();
+    attempt.release();
     return;
   }
   const finish = (how: 'end' | 'destroy'): void => {
@@ -210,7 +209,7 @@ export function pumpTransformed(
       discard(body);
       cutResponse(res);
     }
-    onFinished();
+    attempt.release();
   };
   const apply = (step: SseStep | ReturnType<SseSanitizeTransform['end']>): void => {
     if (step.output.length > 0 && !res.write(step.output)) {

@@ -9,6 +9,11 @@ import { NOOP_SPAN } from '../telemetry/tracing.js';
 
 export type Traffic = 'realtime' | 'dispatched';
 
+/** Upstream work to abort when the client goes away before its response finished. */
+export interface AbandonListener {
+  abandoned(): void;
+}
+
 /** The body of a request before it is read (shared: it is never written to). */
 const NO_BODY = Buffer.alloc(0);
 
@@ -18,8 +23,8 @@ const NO_BODY = Buffer.alloc(0);
  */
 export class RequestContext {
   readonly startedAt = performance.now();
-  /** Called if the client goes away before its response finished (upstream work to abort). */
-  #abandonListeners: (() => void)[] | undefined;
+  /** Told if the client goes away before its response finished (upstream work to abort). */
+  #abandonListeners: AbandonListener[] | undefined;
   /** `model` metric label: the alias without class suffix, empty until resolved. */
   model = '';
   route: AliasRoute | undefined;
@@ -77,17 +82,17 @@ export class RequestContext {
   }
 
   /**
-   * Registers work to abort when the client leaves before its response finished; returns the
-   * unsubscribe function. (A plain listener list: an AbortController per request would build a
-   * DOMException with a stack trace on every abort.)
+   * Registers work to abort when the client leaves before its response finished. (A plain list: an
+   * AbortController per request would build a DOMException with a stack trace on every abort.)
    */
-  onAbandon(listener: () => void): () => void {
+  onAbandon(listener: AbandonListener): void {
     (this.#abandonListeners ??= []).push(listener);
-    return () => {
-      const listeners = this.#abandonListeners;
-      const at = listeners?.indexOf(listener) ?? -1;
-      if (at >= 0) listeners!.splice(at, 1);
-    };
+  }
+
+  offAbandon(listener: AbandonListener): void {
+    const listeners = this.#abandonListeners;
+    const at = listeners?.indexOf(listener) ?? -1;
+    if (at >= 0) listeners!.splice(at, 1);
   }
 
   /** Releases every grant; safe to call more than once. Aborts upstream work of an unfinished response. */
@@ -99,7 +104,7 @@ export class RequestContext {
     const listeners = this.#abandonListeners;
     this.#abandonListeners = undefined;
     if (listeners !== undefined && !this.res.writableFinished) {
-      for (const listener of [...listeners]) listener();
+      for (const listener of [...listeners]) listener.abandoned();
     }
     const grants = this.grants;
     this.grants = [];

@@ -1,9 +1,11 @@
 import { attemptOrder } from '../balance/strategies.js';
 import type { ProviderRoute } from '../config/runtime.js';
 import type { UpstreamClient } from '../http/upstream.js';
+import { UpstreamExchange, UpstreamResponse } from '../http/upstream-exchange.js';
+import { setAttemptStatus } from '../telemetry/tracing.js';
 import { GrantSet } from '../limits/grant-set.js';
 import { isPromise, type Refusal } from '../limits/types.js';
-import { Attempt, send } from './attempt.js';
+import { Attempt, send, sendFailed, type SendFailure } from './attempt.js';
 import type { CommitDeps } from './commit.js';
 import type { RequestContext } from './context.js';
 import { gatewayErrors, refusalError, type GatewayError } from './errors.js';
@@ -27,6 +29,16 @@ async function acquireProviderLimits(provider: ProviderRoute, grants: GrantSet):
   return null;
 }
 
+/** upstream_attempts_total, labels in labelNames order: model, pool, provider, outcome. */
+function countAttempt(
+  ctx: RequestContext,
+  deps: DispatchDeps,
+  provider: ProviderRoute,
+  outcome: string,
+): void {
+  deps.metrics.attemptsOf.get(ctx.model, ctx.route!.key, provider.name, outcome).inc();
+}
+
 /**
  * Dispatch (spec 2.5, 3.1, DESIGN 6): orders the providers (strategy and share controller), then
  * tries them one by one until one commits a response or no attempt is left. The request's own limit
@@ -47,55 +59,60 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
   for (let i = 0; i < attempts; i++) {
     const provider = order[i]!;
     const last = i === attempts - 1;
-    // upstream_attempts_total labels, in labelNames order: model, pool, provider, outcome.
-    const countAttempt = (outcome: string): void =>
-      deps.metrics.attemptsOf.get(ctx.model, route.key, provider.name, outcome).inc();
 
-    const grants = new GrantSet();
-    const limited = provider.rateLimit !== undefined || provider.concurrencyLimit !== undefined;
-    const refusal = limited ? await acquireProviderLimits(provider, grants) : null;
-    if (refusal) {
-      grants.release();
-      countAttempt('local_refusal');
-      if (!last && fallback?.onRateLimit) continue;
-      return refusalError(refusal);
+    let grants: GrantSet | undefined;
+    if (provider.rateLimit !== undefined || provider.concurrencyLimit !== undefined) {
+      grants = new GrantSet();
+      const refusal = await acquireProviderLimits(provider, grants);
+      if (refusal) {
+        grants.release();
+        countAttempt(ctx, deps, provider, 'local_refusal');
+        if (!last && fallback?.onRateLimit) continue;
+        return refusalError(refusal);
+      }
     }
     if (ctx.isClosed) {
-      grants.release();
+      grants?.release();
       return undefined;
     }
 
-    const attempt = new Attempt(ctx, {
-      provider,
-      number: i + 1,
-      last,
-      mode: responseModeFor(ctx, provider),
-      deadlineMs: last && attempts > 1 ? undefined : deadline,
-    });
-    const finishAttempt = (): void => {
-      attempt.dispose();
-      grants.release();
-    };
+    const attempt = new Attempt(
+      ctx,
+      {
+        provider,
+        number: i + 1,
+        last,
+        mode: responseModeFor(ctx, provider),
+        deadlineMs: last && attempts > 1 ? undefined : deadline,
+      },
+      grants,
+    );
 
-    let sent: Awaited<ReturnType<typeof send>>;
-    try {
-      sent = await send(ctx, attempt, deps.upstream);
-    } catch (error) {
-      finishAttempt();
-      throw error;
+    // The response head is awaited here, not in `send`: one async frame less per request.
+    const sending = send(ctx, attempt, deps.upstream);
+    let sent: UpstreamResponse | SendFailure;
+    if (sending instanceof UpstreamExchange) {
+      try {
+        sent = await sending.response;
+        setAttemptStatus(attempt.span, sent.statusCode);
+      } catch (error) {
+        sent = sendFailed(attempt, error);
+      }
+    } else {
+      sent = sending;
     }
     let reason: AbandonReason;
     let status: number | undefined;
-    if (sent.kind === 'unserializable') {
-      attempt.probe?.unknown();
-      finishAttempt();
-      return gatewayErrors.bodyTooDeep();
-    }
-    if (sent.kind === 'error') {
+    if (!(sent instanceof UpstreamResponse)) {
+      if (sent.kind === 'unserializable') {
+        attempt.probe?.unknown();
+        attempt.release();
+        return gatewayErrors.bodyTooDeep();
+      }
       if (ctx.isClosed) {
         attempt.probe?.unknown();
-        finishAttempt();
-        countAttempt('client_gone');
+        attempt.release();
+        countAttempt(ctx, deps, provider, 'client_gone');
         return undefined;
       }
       reason = attempt.expired ? 'deadline' : 'connection_error';
@@ -115,17 +132,17 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
       }
     } else {
       // The attempt's grants and probe stay alive until the response is done with.
-      ctx.hold({ ok: true, release: finishAttempt });
+      ctx.hold(attempt);
       let served: ServeOutcome;
       try {
-        const serving = serveResponse(ctx, attempt, sent.response, !last, deps, finishAttempt);
+        const serving = serveResponse(ctx, attempt, sent, !last, deps);
         served = isPromise(serving) ? await serving : serving;
       } catch (error) {
-        finishAttempt();
+        attempt.release();
         throw error;
       }
       if (served.kind === 'committed') {
-        countAttempt('committed');
+        countAttempt(ctx, deps, provider, 'committed');
         return undefined;
       }
       reason = served.reason;
@@ -134,8 +151,8 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
     }
 
     if (reason === 'deadline') attempt.probe?.deadlineExpired(attempt.elapsedMs());
-    finishAttempt();
-    countAttempt(reason);
+    attempt.release();
+    countAttempt(ctx, deps, provider, reason);
     if (ctx.isClosed) return undefined;
     lastFailure =
       reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable();

@@ -10,10 +10,10 @@ import { authenticate } from './authenticate.js';
 import { admit } from './admit.js';
 import { isPromise } from '../limits/types.js';
 import { RequestContext, type Traffic } from './context.js';
-import { dispatch } from './dispatch.js';
+import { dispatch, type DispatchDeps } from './dispatch.js';
 import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } from './errors.js';
 import { listModels } from './models.js';
-import { readBody } from './read-body.js';
+import { BODY_ABORTED, BODY_TOO_LARGE, readBody } from './read-body.js';
 import { resolveAlias } from './resolve.js';
 import { runStrictChecks } from './strict-checks.js';
 import { planRequestReasoning } from './reasoning.js';
@@ -55,32 +55,61 @@ const OTHER_ROUTE = '/*';
 /** Status recorded for a request whose client went away before any response started. */
 const CLIENT_CLOSED = '499';
 
+/** Status label strings by code, made once each (codes are 100 to 999). */
+const STATUS_LABELS: string[] = [];
+
+function statusLabel(code: number): string {
+  return (STATUS_LABELS[code] ??= String(code));
+}
+
 /**
  * The proxy's request path (DESIGN 3): read body -> resolve alias -> authenticate -> admit ->
  * dispatch (attempt, stream back). Each stage returns an error value or continues; this function
  * only sequences them and answers errors.
  */
 export function createProxyHandler(deps: HandlerDeps): RequestHandler {
+  // Built once: the request path passes these along without copying them per request.
+  const stages: StageDeps = {
+    ...deps,
+    dispatch: {
+      upstream: deps.upstream,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      sseBufferLimit: deps.options.sseBufferLimit,
+    },
+  };
   return (req, res) => {
-    void handle(req, res, deps).catch((error: unknown) => {
-      deps.logger.error({ err: error }, 'unexpected error on the request path');
-      if (!res.headersSent) {
-        writeGatewayError(res, {
-          status: 500,
-          type: 'api_error',
-          code: 'internal_error',
-          message: 'Internal gateway error.',
-          param: null,
-          rejection: false,
-        });
-      } else {
-        res.destroy();
-      }
-    });
+    try {
+      handle(req, res, stages);
+    } catch (error) {
+      failUnexpectedly(res, stages, error);
+    }
   };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDeps): Promise<void> {
+interface StageDeps extends HandlerDeps {
+  dispatch: DispatchDeps;
+}
+
+/** A bug on the request path: logged, and the client gets a 500 (or a cut response). */
+function failUnexpectedly(res: ServerResponse, deps: HandlerDeps, error: unknown): void {
+  deps.logger.error({ err: error }, 'unexpected error on the request path');
+  if (!res.headersSent) {
+    writeGatewayError(res, {
+      status: 500,
+      type: 'api_error',
+      code: 'internal_error',
+      message: 'Internal gateway error.',
+      param: null,
+      rejection: false,
+    });
+  } else {
+    res.destroy();
+  }
+}
+
+/** Up to the body: the request's context, its span and close hook, the paths answered without a body. */
+function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): void {
   const table = deps.runtime();
   const url = req.url ?? '/';
   const query = url.indexOf('?');
@@ -89,7 +118,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
     req.headers[deps.options.dispatchedHeader] === undefined ? 'realtime' : 'dispatched';
   const ctx = new RequestContext(req, res, table, traffic, path);
   ctx.span = startServerSpan(req.headers, req.method ?? 'GET', KNOWN_ROUTES.has(path) ? path : OTHER_ROUTE);
-  res.once('close', () => finish(ctx, deps));
+  // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
+  res.on('close', () => finish(ctx, deps));
 
   if (path === '/v1/models' && (req.method === 'GET' || req.method === 'HEAD')) {
     listModels(ctx);
@@ -102,40 +132,49 @@ async function handle(req: IncomingMessage, res: ServerResponse, deps: HandlerDe
     ctx.strictEndpoint = endpoint;
   }
 
-  const body = await readBody(req, deps.options.maxBodyBytes);
-  if (body.kind === 'aborted') return;
-  if (body.kind === 'too_large') {
-    // The rest of the upload is not read: close the connection after answering.
-    res.shouldKeepAlive = false;
-    reject(ctx, gatewayErrors.requestTooLarge(deps.options.maxBodyBytes), deps);
-    return;
+  readBody(req, deps.options.maxBodyBytes, (body) => {
+    if (body === BODY_ABORTED) return;
+    if (body === BODY_TOO_LARGE) {
+      // The rest of the upload is not read: close the connection after answering.
+      res.shouldKeepAlive = false;
+      reject(ctx, gatewayErrors.requestTooLarge(deps.options.maxBodyBytes), deps);
+      return;
+    }
+    ctx.body = body;
+    void proceed(ctx, deps);
+  });
+}
+
+/** From the body on: resolve, authenticate, admit, check, dispatch. Never rejects. */
+async function proceed(ctx: RequestContext, deps: StageDeps): Promise<void> {
+  try {
+    const unresolved = resolveAlias(ctx);
+    if (unresolved) return reject(ctx, unresolved, deps);
+
+    setRequestInfo(ctx.span, ctx.model, ctx.traffic);
+    if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
+
+    const admitted = admit(ctx);
+    const refusal = isPromise(admitted) ? await admitted : admitted;
+    if (refusal) {
+      if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.model });
+      return reject(ctx, refusalError(refusal), deps);
+    }
+    if (ctx.isClosed) return;
+
+    if (ctx.strictEndpoint !== undefined) {
+      const invalid = runStrictChecks(ctx, deps);
+      if (invalid) return reject(ctx, invalid, deps);
+    }
+    const unreasonable = planRequestReasoning(ctx);
+    if (unreasonable) return reject(ctx, unreasonable, deps);
+
+    if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.model).inc();
+    const failed = await dispatch(ctx, deps.dispatch);
+    if (failed) reject(ctx, failed, deps);
+  } catch (error) {
+    failUnexpectedly(ctx.res, deps, error);
   }
-  ctx.body = body.body;
-
-  const unresolved = resolveAlias(ctx);
-  if (unresolved) return reject(ctx, unresolved, deps);
-
-  setRequestInfo(ctx.span, ctx.model, ctx.traffic);
-  if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
-
-  const admitted = admit(ctx);
-  const refusal = isPromise(admitted) ? await admitted : admitted;
-  if (refusal) {
-    if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.model });
-    return reject(ctx, refusalError(refusal), deps);
-  }
-  if (ctx.isClosed) return;
-
-  if (ctx.strictEndpoint !== undefined) {
-    const invalid = runStrictChecks(ctx, deps);
-    if (invalid) return reject(ctx, invalid, deps);
-  }
-  const unreasonable = planRequestReasoning(ctx);
-  if (unreasonable) return reject(ctx, unreasonable, deps);
-
-  if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.model).inc();
-  const failed = await dispatch(ctx, { ...deps, sseBufferLimit: deps.options.sseBufferLimit });
-  if (failed) reject(ctx, failed, deps);
 }
 
 /** Answers a gateway error; counts and logs it when it is a rejection (spec 6). */
@@ -176,7 +215,7 @@ function finish(ctx: RequestContext, deps: HandlerDeps): void {
   if (ctx.countedInflight) metrics.inflightOf.get(ctx.model).dec();
   // Label order follows each metric's labelNames: requests (model, status, traffic),
   // duration (model, traffic).
-  const status = ctx.res.headersSent ? String(ctx.res.statusCode) : CLIENT_CLOSED;
+  const status = ctx.res.headersSent ? statusLabel(ctx.res.statusCode) : CLIENT_CLOSED;
   metrics.requestsOf.get(ctx.model, status, ctx.traffic).inc();
   metrics.durationOf.get(ctx.model, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
 }

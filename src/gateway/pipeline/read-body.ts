@@ -1,49 +1,56 @@
 import type { IncomingMessage } from 'node:http';
 
-export type BodyResult = { kind: 'ok'; body: Buffer } | { kind: 'too_large' } | { kind: 'aborted' };
+/** The body was larger than allowed; the rest of it is not read. */
+export const BODY_TOO_LARGE = 'too_large';
+/** The client went away before the body ended. */
+export const BODY_ABORTED = 'aborted';
+
+export type BodyResult = Buffer | typeof BODY_TOO_LARGE | typeof BODY_ABORTED;
 
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Reads the whole request body, refusing at the first byte past `maxBytes` (and at once when the
- * declared Content-Length is already too large), so a huge upload never sits in memory.
+ * Reads the whole request body and calls `done` once with it, refusing at the first byte past
+ * `maxBytes` (and at once when the declared Content-Length is already too large), so a huge upload
+ * never sits in memory. `done` runs synchronously when there is nothing to read.
+ *
+ * A callback rather than a promise: the request path is one promise and one microtask turn
+ * shorter for every request. The listeners stay attached after `done` (they do nothing then): the
+ * request is over by the time they could fire again, and removing four listeners costs more.
  */
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
+export function readBody(req: IncomingMessage, maxBytes: number, done: (result: BodyResult) => void): void {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > maxBytes) return Promise.resolve({ kind: 'too_large' });
+  if (declared !== undefined && Number(declared) > maxBytes) {
+    done(BODY_TOO_LARGE);
+    return;
+  }
   if (declared === '0' || (declared === undefined && req.headers['transfer-encoding'] === undefined)) {
     // No body framing at all: nothing to read (GET, HEAD, body-less POST).
-    return Promise.resolve({ kind: 'ok', body: EMPTY });
+    done(EMPTY);
+    return;
   }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (result: BodyResult): void => {
-      if (settled) return;
-      settled = true;
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onAbort);
-      req.off('close', onAbort);
-      resolve(result);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        // Stop buffering; the caller answers 413 and closes the connection.
-        req.pause();
-        settle({ kind: 'too_large' });
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void =>
-      settle({ kind: 'ok', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
-    const onAbort = (): void => settle({ kind: 'aborted' });
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onAbort);
-    req.on('close', onAbort);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let settled = false;
+  const settle = (result: BodyResult): void => {
+    if (settled) return;
+    settled = true;
+    done(result);
+  };
+  req.on('data', (chunk: Buffer) => {
+    if (settled) return;
+    size += chunk.length;
+    if (size > maxBytes) {
+      // Stop buffering; the caller answers 413 and closes the connection.
+      req.pause();
+      chunks.length = 0;
+      settle(BODY_TOO_LARGE);
+      return;
+    }
+    chunks.push(chunk);
   });
+  req.on('end', () => settle(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+  const onAbort = (): void => settle(BODY_ABORTED);
+  req.on('error', onAbort);
+  req.on('close', onAbort);
 }

@@ -101,7 +101,6 @@ export function serveResponse(
   response: UpstreamResponse,
   canRetry: boolean,
   deps: ServeDeps,
-  onFinished: () => void,
 ): MaybePromise<ServeOutcome> {
   const status = response.statusCode;
   const fallback = ctx.route!.fallback;
@@ -120,7 +119,7 @@ export function serveResponse(
   if (isEventStream(response.headers['content-type'])) {
     return attempt.mode.kind === 'raw'
       ? serveRawStream(ctx, attempt, response, canRetry, deps)
-      : serveTransformedStream(ctx, attempt, response, canRetry, deps, onFinished);
+      : serveTransformedStream(ctx, attempt, response, canRetry, deps);
   }
   return serveBody(ctx, attempt, response, canRetry, deps);
 }
@@ -315,7 +314,6 @@ async function serveTransformedStream(
   response: UpstreamResponse,
   canRetry: boolean,
   deps: ServeDeps,
-  onFinished: () => void,
 ): Promise<ServeOutcome> {
   const mode = attempt.mode;
   const transform = new SseSanitizeTransform({
@@ -354,7 +352,7 @@ async function serveTransformedStream(
   if (ctx.isClosed) {
     // The client left while the first frame was awaited: nothing to commit.
     discard(response.body);
-    onFinished();
+    attempt.release();
     return { kind: 'committed' };
   }
 
@@ -376,7 +374,7 @@ async function serveTransformedStream(
     } else {
       ctx.res.end();
     }
-    onFinished();
+    attempt.release();
     return { kind: 'committed' };
   }
   if (committedBy === 'terminal') {
@@ -388,9 +386,9 @@ async function serveTransformedStream(
       release(response.body);
       ctx.res.end();
     }
-    onFinished();
+    attempt.release();
     return { kind: 'committed' };
   }
-  pumpTransformed(ctx, attempt, response, transform, deps, onFinished);
+  pumpTransformed(ctx, attempt, response, transform, deps);
   return { kind: 'committed' };
 }

@@ -128,13 +128,12 @@ export function planReasoning(
   }
 
   const raw = readEffort(body, surface);
-  const unchanged = (): ReasoningPlan => plan(surface, undefined, undefined, providers.length, undefined);
   // Rule 3: an omitted effort injects nothing, for every provider.
-  if (raw === undefined) return unchanged();
+  if (raw === undefined) return unchangedPlan(surface, providers.length);
 
   const surfaces = providers.map((provider) => provider?.[surface]);
   const translating = surfaces.filter((compiled): compiled is CompiledSurface => compiled !== undefined);
-  if (translating.length === 0) return unchanged();
+  if (translating.length === 0) return unchangedPlan(surface, providers.length);
 
   if (typeof raw !== 'string' || !EFFORT_SET.has(raw)) {
     return reject(
@@ -190,6 +189,16 @@ function plan(
     budget,
     rewrites: Object.freeze(rewrites ?? new Array<undefined>(count).fill(undefined)),
   });
+}
+
+/** Plans that change nothing, by surface and pool size (frozen, shared by every such request). */
+const UNCHANGED_PLANS: Record<ReasoningSurfaceName, ReasoningPlan[]> = {
+  chat_completions: [],
+  responses: [],
+};
+
+function unchangedPlan(surface: ReasoningSurfaceName, count: number): ReasoningPlan {
+  return (UNCHANGED_PLANS[surface][count] ??= plan(surface, undefined, undefined, count, undefined));
 }
 
 /** Marks a Responses `reasoning` that is present but not an object. */

@@ -1,4 +1,14 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type HistogramConfiguration,
+  type MetricObjectWithValues,
+  type MetricType,
+  type MetricValueWithName,
+} from 'prom-client';
 
 /**
  * Labelled children by their label values, made once per label combination and found again by one
@@ -45,6 +55,7 @@ type Labels = Record<string, string>;
 const REQUEST_LABELS = ['model', 'status', 'traffic'] as const;
 const INFLIGHT_LABELS = ['model'] as const;
 const ATTEMPT_LABELS = ['model', 'pool', 'provider', 'outcome'] as const;
+const DURATION_LABELS = ['model', 'traffic'] as const;
 
 function labelsOf(names: readonly string[], values: readonly string[]): Labels {
   const labels: Labels = {};
@@ -100,6 +111,121 @@ function flushCounts(counter: Counter<string>, children: readonly CountingChild[
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 /**
+ * A request-path histogram child: observing finds the bucket and adds to plain numbers (prom-client's
+ * `observe` builds a label object and a hash string on every call). Published by `ChildHistogram`.
+ */
+export class HistogramChild {
+  readonly labels: Labels;
+  readonly #bounds: readonly number[];
+  /** `counts[i]`: observations in (bounds[i-1], bounds[i]]; the last slot holds those above every bound. */
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+
+  constructor(labels: Labels, bounds: readonly number[]) {
+    this.labels = labels;
+    this.#bounds = bounds;
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  observe(value: number): void {
+    const bounds = this.#bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    this.counts[i]!++;
+    this.sum += value;
+    this.count++;
+  }
+
+  reset(): void {
+    this.counts.fill(0);
+    this.sum = 0;
+    this.count = 0;
+  }
+}
+
+/** One exported sample, in the shape prom-client's registry formats (`metricName` set per line). */
+interface Sample {
+  labels: Labels;
+  sharedLabels?: Labels;
+  value: number;
+  metricName: string;
+}
+
+type HistogramExport = MetricObjectWithValues<MetricValueWithName<string>>;
+
+/**
+ * A prom-client histogram whose series live in `HistogramChild`ren instead of prom-client's
+ * label-hashed store: the same series in the same format (cumulative `_bucket` lines, `le` first,
+ * then `+Inf`, `_sum`, `_count`) for the text exposition and for `getMetricsAsJSON`.
+ */
+class ChildHistogram<T extends string> extends Histogram<T> {
+  readonly #name: string;
+  readonly #help: string;
+  readonly #bounds: readonly number[];
+  readonly #children: HistogramChild[] = [];
+
+  constructor(config: HistogramConfiguration<T> & { buckets: number[] }) {
+    super(config);
+    this.#name = config.name;
+    this.#help = config.help;
+    this.#bounds = config.buckets;
+  }
+
+  child(labels: Labels): HistogramChild {
+    const child = new HistogramChild(labels, this.#bounds);
+    this.#children.push(child);
+    return child;
+  }
+
+  /** What the registry's text exposition reads: the series labels as shared labels, as prom-client does. */
+  async getForPromString(): Promise<HistogramExport> {
+    return this.#export(true);
+  }
+
+  override async get(): Promise<HistogramExport> {
+    return this.#export(false);
+  }
+
+  override reset(): void {
+    // prom-client's constructor resets the metric before this class's fields exist.
+    if (!(#children in this)) return;
+    for (const child of this.#children) child.reset();
+  }
+
+  #export(shared: boolean): HistogramExport {
+    const samples: Sample[] = [];
+    const add = (labels: Labels, le: Labels, value: number, metricName: string): void => {
+      samples.push(
+        shared
+          ? { labels: le, sharedLabels: labels, value, metricName }
+          : { labels: { ...le, ...labels }, value, metricName },
+      );
+    };
+    const bucket = `${this.#name}_bucket`;
+    for (const child of this.#children) {
+      let cumulative = 0;
+      for (let i = 0; i < this.#bounds.length; i++) {
+        cumulative += child.counts[i]!;
+        add(child.labels, { le: String(this.#bounds[i]) }, cumulative, bucket);
+      }
+      add(child.labels, { le: '+Inf' }, child.count, bucket);
+      add(child.labels, {}, child.sum, `${this.#name}_sum`);
+      add(child.labels, {}, child.count, `${this.#name}_count`);
+    }
+    return {
+      name: this.#name,
+      help: this.#help,
+      // prom-client's typings declare a numeric enum; its registry prints this string.
+      type: 'histogram' as unknown as MetricType,
+      aggregator: 'sum',
+      collect: () => {},
+      values: samples,
+    };
+  }
+}
+
+/**
  * Every metric the gateway exports, on one registry per gateway instance (so two gateways in one
  * process, as in tests or an embedding program, never collide). Names carry the configurable prefix
  * (`--metrics-prefix`, default `gateway`). Labels are bounded by configuration: alias, pool, status,
@@ -119,7 +245,7 @@ export class GatewayMetrics {
 
   // Request path
   readonly requests: Counter<'model' | 'status' | 'traffic'>;
-  readonly requestDuration: Histogram<'model' | 'traffic'>;
+  readonly requestDuration: ChildHistogram<'model' | 'traffic'>;
   readonly rejections: Counter<'model' | 'status' | 'code' | 'traffic'>;
   readonly batchInflightRefusals: Counter<'model'>;
   readonly modelInflight: Gauge<'model'>;
@@ -131,7 +257,7 @@ export class GatewayMetrics {
 
   /** Request-path children: (model, status, traffic), (model, traffic), (model), (model, pool, provider, outcome). */
   readonly requestsOf: Children<CountingChild>;
-  readonly durationOf: Children<Histogram.Internal<'model' | 'traffic'>>;
+  readonly durationOf: Children<HistogramChild>;
   readonly inflightOf: Children<GaugeChild>;
   readonly attemptsOf: Children<CountingChild>;
   readonly #requestCounts: CountingChild[] = [];
@@ -180,10 +306,10 @@ export class GatewayMetrics {
       registers,
       collect: () => flushCounts(this.requests, this.#requestCounts),
     });
-    this.requestDuration = new Histogram({
+    this.requestDuration = new ChildHistogram({
       name: name('request_duration_seconds'),
       help: 'Time from request arrival to the end of the response body.',
-      labelNames: ['model', 'traffic'],
+      labelNames: DURATION_LABELS,
       buckets: DURATION_BUCKETS,
       registers,
     });
@@ -236,7 +362,7 @@ export class GatewayMetrics {
       this.#requestCounts.push(child);
       return child;
     });
-    this.durationOf = new Children(2, (v) => this.requestDuration.labels(...v));
+    this.durationOf = new Children(2, (v) => this.requestDuration.child(labelsOf(DURATION_LABELS, v)));
     this.inflightOf = new Children(1, (v) => {
       const child = new GaugeChild(labelsOf(INFLIGHT_LABELS, v));
       this.modelInflight.set(child.labels, 0);
