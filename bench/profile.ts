@@ -5,7 +5,7 @@
  *
  *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|reload]
  *                         [--seconds 20] [--warmup 5] [--out DIR] [--top 30] [--proxy-node-args="..."]
- *                         [--mode cpu|gc] [--gc-log FILE] [--bin PATH]
+ *                         [--mode cpu|gc|alloc] [--gc-log FILE] [--bin PATH]
  *
  * `--mode gc` runs the proxy with `--trace-gc-nvp` instead of the CPU profiler and reports, over the
  * measured window, how much it allocated per request, how much of that outlived two young-generation
@@ -13,6 +13,10 @@
  * longer), and how long its collections paused it (median young pause, total, longest, how many over
  * 1 ms): GC pressure, independent of how busy the machine is. `--gc-log FILE` appends the raw
  * trace lines of the measured window to FILE.
+ *
+ * `--mode alloc` preloads bench/support/alloc-sampler.ts into the proxy: V8's sampling heap profiler
+ * over the measured window, collected objects included, summarized as bytes allocated per request
+ * by function and by file (bench/analyze-allocations.ts): what fills the young generation.
  *
  * `--load open` drives 1,000 req/s open loop (the open-loop row) and prints the latency it saw, so
  * GC pauses can be set against the tail.
@@ -32,8 +36,10 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { renderSummary, summarize, type CpuProfile } from './analyze-profile.ts';
+import { renderAllocations, summarizeAllocations, type HeapProfile } from './analyze-allocations.ts';
 import { closedLoop } from './drivers/closed-loop.ts';
 import { openLoop } from './drivers/open-loop.ts';
 import { closedLoopStreams } from './drivers/streaming.ts';
@@ -71,7 +77,8 @@ const { values } = parseArgs({
   },
 });
 const gcMode = values.mode === 'gc';
-if (!gcMode && values.mode !== 'cpu') throw new Error(`unknown mode ${values.mode}`);
+const allocMode = values.mode === 'alloc';
+if (!gcMode && !allocMode && values.mode !== 'cpu') throw new Error(`unknown mode ${values.mode}`);
 
 /** Allocation, promotion and pauses from `--trace-gc-nvp` lines, counted only while `measuring`. */
 const gc = {
@@ -111,9 +118,12 @@ if (load === 'reload' && proxy !== 'plain') throw new Error('--load reload profi
 const outDir = values.out ?? join(tmpdir(), `gateway-profile-${Date.now()}`);
 mkdirSync(outDir, { recursive: true });
 const extra = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [...SHIPPED_NODE_ARGS];
+const SAMPLER = fileURLToPath(new URL('./support/alloc-sampler.ts', import.meta.url));
 const nodeArgs = gcMode
   ? ['--trace-gc-nvp', ...extra]
-  : ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${proxy}-${load}.cpuprofile`, ...extra];
+  : allocMode
+    ? [`--import=${SAMPLER}`, ...extra]
+    : ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${proxy}-${load}.cpuprofile`, ...extra];
 const spawnOptions = {
   nodeArgs,
   onText: onGcLine,
@@ -189,6 +199,7 @@ try {
   await drive(Number(values.warmup), false);
   const servedBefore = served;
   gc.measuring = true;
+  if (allocMode) process.kill(running.service.pid, 'SIGUSR2');
   const measured = await drive(Number(values.seconds), true);
   gc.measuring = false;
   process.stderr.write(`${measured}\n`);
@@ -205,6 +216,16 @@ try {
         `${young.length} young collections (median pause ${(young[young.length >> 1] ?? 0).toFixed(1)} ms), ` +
         `${gc.majors} full; GC pauses ${gc.pauseMs.toFixed(0)} ms (${((gc.pauseMs * 1000) / requests).toFixed(1)} µs per request), ` +
         `longest ${gc.longestPauseMs.toFixed(1)} ms, ${gc.pausesOver1Ms} over 1 ms\n`,
+    );
+  } else if (allocMode) {
+    const pid = running.service.pid;
+    await running.stop();
+    running = undefined;
+    const path = join(tmpdir(), `alloc-${pid}.heapprofile`);
+    const profile = JSON.parse(readFileSync(path, 'utf8')) as HeapProfile;
+    process.stdout.write(`### ${proxy}, ${load} load, allocations (${measured}); profile ${path}\n\n`);
+    process.stdout.write(
+      renderAllocations(summarizeAllocations(profile, Number(values.top)), served - servedBefore),
     );
   } else {
     await running.stop();

@@ -259,6 +259,56 @@ describe('headers', () => {
     expect(seen.te).toBeUndefined();
     expect(seen['proxy-authorization']).toBeUndefined();
   });
+  it('drops the fields each Connection header names, request by request', async () => {
+    const gateway = await gatewayWith({ targets: { a: { url: a.url } } });
+    // node:http, not fetch (fetch drops `connection`). Two lists in turn, then the first again.
+    const send = (connection: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest(
+          `${gateway.url}/v1/chat/completions`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', connection, 'x-one': '1', 'x-two': '2' },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode!));
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ model: 'a', messages: [] }));
+      });
+    for (const connection of ['keep-alive, x-one', 'keep-alive, X-Two', 'keep-alive, x-one']) {
+      expect(await send(connection)).toBe(200);
+    }
+    const seen = a.requests.map((r) => [r.headers['x-one'], r.headers['x-two']]);
+    expect(seen).toEqual([
+      [undefined, '2'],
+      ['1', undefined],
+      [undefined, '2'],
+    ]);
+  });
+
+  it('asks for an uncompressed response only from a provider whose response the gateway reads', async () => {
+    a.respondWith(
+      jsonReply(200, {
+        id: 'c',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+      }),
+    );
+    const gateway = await gatewayWith({
+      targets: { raw: { url: a.url }, read: { url: a.url, sanitize_response: true } },
+    });
+    for (const model of ['raw', 'read']) {
+      expect((await call(gateway, { model, headers: { 'accept-encoding': 'gzip' } })).status).toBe(200);
+    }
+    const [raw, read] = a.requests;
+    expect(raw!.headers['accept-encoding']).toBe('gzip');
+    expect(read!.headers['accept-encoding']).toBeUndefined();
+  });
 });
 
 describe('authentication (spec 5)', () => {

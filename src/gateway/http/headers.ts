@@ -14,13 +14,25 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /** Request headers the gateway consumes or recomputes instead of forwarding. */
-const REQUEST_CONSUMED = new Set([
+const REQUEST_CONSUMED = [
   'host',
   'content-length',
   'authorization', // the client's key never reaches a provider
   'model-override',
   'expect',
-]);
+];
+
+/** What a request never forwards: hop-by-hop fields and what the gateway consumes. */
+const REQUEST_DROP: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...REQUEST_CONSUMED]);
+
+/**
+ * The set of request header names not to forward, `REQUEST_DROP` plus `extra`: build it once (at
+ * module load or configuration time) and pass it to `forwardRequestHeaders`, so a request pays
+ * one set lookup per header whatever is dropped.
+ */
+export function requestHeaderDrop(extra: readonly string[]): ReadonlySet<string> {
+  return new Set([...REQUEST_DROP, ...extra]);
+}
 
 /** The last `Connection` value parsed and its names: clients send the same one on every request. */
 let lastConnection: { value: string; listed: ReadonlySet<string> } | undefined;
@@ -41,17 +53,17 @@ function connectionListed(headers: IncomingHttpHeaders): ReadonlySet<string> | u
 
 /**
  * Headers to send upstream: the client's, minus hop-by-hop fields (and any the client's
- * `Connection` header names), minus what the gateway consumes. Node already lower-cases names.
+ * `Connection` header names), minus what the gateway consumes, minus what `drop` adds (a set from
+ * `requestHeaderDrop`). Node already lower-cases names.
  */
 export function forwardRequestHeaders(
   headers: IncomingHttpHeaders,
-  extraDrop: ReadonlySet<string> | undefined,
+  drop: ReadonlySet<string> = REQUEST_DROP,
 ): Record<string, string | string[]> {
   const listed = connectionListed(headers);
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || REQUEST_CONSUMED.has(name)) continue;
-    if (listed?.has(name) || extraDrop?.has(name)) continue;
+    if (drop.has(name) || listed?.has(name)) continue;
     const value = headers[name];
     if (value !== undefined) out[name] = value;
   }

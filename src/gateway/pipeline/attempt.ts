@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { AttemptProbe } from '../balance/aimd.js';
 import type { ProviderRoute } from '../config/runtime.js';
-import { forwardRequestHeaders } from '../http/headers.js';
+import { forwardRequestHeaders, requestHeaderDrop } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
 import type { UpstreamExchange } from '../http/upstream-exchange.js';
 import type { GrantSet } from '../limits/grant-set.js';
@@ -12,6 +12,7 @@ import type { Span } from '@opentelemetry/api';
 import { applyReasoning } from '../reasoning/index.js';
 import {
   NOOP_SPAN,
+  TRACE_CONTEXT_HEADERS,
   endSpan,
   genAiOperationForPath,
   injectTraceHeaders,
@@ -20,6 +21,24 @@ import {
 } from '../telemetry/tracing.js';
 
 const BODYLESS_METHODS = new Set(['GET', 'HEAD']);
+
+/**
+ * Request headers not forwarded, by what the attempt allows: a provider that may not see the trace
+ * context gets none of the client's trace headers; a response the gateway must read (sanitize,
+ * inspect) has to arrive uncompressed, so `accept-encoding` is not forwarded for it.
+ */
+const HEADER_DROP = {
+  raw: requestHeaderDrop([]),
+  rawNoTrace: requestHeaderDrop(TRACE_CONTEXT_HEADERS),
+  read: requestHeaderDrop(['accept-encoding']),
+  readNoTrace: requestHeaderDrop(['accept-encoding', ...TRACE_CONTEXT_HEADERS]),
+} as const;
+
+function headerDropFor(attempt: Attempt): ReadonlySet<string> {
+  const propagate = attempt.provider.propagateTraceContext;
+  if (attempt.mode.kind === 'raw') return propagate ? HEADER_DROP.raw : HEADER_DROP.rawNoTrace;
+  return propagate ? HEADER_DROP.read : HEADER_DROP.readNoTrace;
+}
 
 /**
  * The body to send to a provider: the client's bytes unchanged, unless the provider translates the
@@ -174,12 +193,9 @@ export function send(
 ): UpstreamExchange | SendFailure {
   const provider = attempt.provider;
   const method = ctx.req.method ?? 'GET';
-  const headers = forwardRequestHeaders(ctx.req.headers, undefined);
+  const headers = forwardRequestHeaders(ctx.req.headers, headerDropFor(attempt));
   if (provider.authHeader) headers[provider.authHeader[0]] = provider.authHeader[1];
-  // Also strips the client's trace headers for a provider that must not receive them.
   injectTraceHeaders(headers, attempt.span, provider.propagateTraceContext);
-  // A response the gateway must read (sanitize, inspect) has to arrive uncompressed.
-  if (attempt.mode.kind !== 'raw') delete headers['accept-encoding'];
   let body: Buffer | undefined;
   try {
     body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);

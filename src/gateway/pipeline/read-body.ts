@@ -50,7 +50,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, done: (result: 
     chunks.push(chunk);
   });
   req.on('end', () => settle(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-  const onAbort = (): void => settle(BODY_ABORTED);
-  req.on('error', onAbort);
-  req.on('close', onAbort);
+  // A client gone mid-body closes the request (with the error on `req.errored`); without an
+  // 'error' listener Node does not emit the error, so 'close' alone hears every abort.
+  req.on('close', () => settle(BODY_ABORTED));
 }

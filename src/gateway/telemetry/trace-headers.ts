@@ -50,7 +50,8 @@ export function extractTraceContext(headers: InboundHeaders): Context {
  */
 export function injectTraceHeaders(headers: OutboundHeaders, span: Span, propagate: boolean): void {
   if (!propagate) {
-    for (const name of TRACE_CONTEXT_HEADERS) delete headers[name];
+    // Usually dropped already (the request path leaves them out when copying the client's headers).
+    for (const name of TRACE_CONTEXT_HEADERS) if (headers[name] !== undefined) delete headers[name];
     return;
   }
   if (span === NOOP_SPAN) return;
