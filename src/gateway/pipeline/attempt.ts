@@ -184,7 +184,7 @@ const UNSERIALIZABLE: SendFailure = { kind: 'unserializable' };
 
 /**
  * Sends the client's request to the attempt's provider and binds it to the attempt; the response
- * head arrives on the exchange's `response` (see `settleResponse`). Never throws.
+ * head arrives on the exchange's `response`, which `dispatch` awaits. Never throws.
  */
 export function send(
   ctx: RequestContext,

@@ -41,6 +41,9 @@ export type ServeOutcome =
   /** Nothing was sent; the caller may try the next provider. */
   | { kind: 'abandoned'; reason: AbandonReason; status?: number; error?: Error };
 
+/** The outcome of every attempt that answered the client (shared: it carries nothing else). */
+const COMMITTED: ServeOutcome = { kind: 'committed' };
+
 export interface ServeDeps extends CommitDeps {
   sseBufferLimit: number;
 }
@@ -113,7 +116,7 @@ export function serveResponse(
     }
     attempt.cancelDeadline();
     commitErrorStatus(ctx, attempt, response, deps);
-    return { kind: 'committed' };
+    return COMMITTED;
   }
 
   if (isEventStream(response.headers['content-type'])) {
@@ -172,8 +175,6 @@ function serveBody(
   return serveReadBody(ctx, attempt, response, canRetry, deps);
 }
 
-const COMMITTED: ServeOutcome = { kind: 'committed' };
-
 /** A non-streamed body read whole: inspected for an embedded error, sanitized, or both. */
 async function serveReadBody(
   ctx: RequestContext,
@@ -197,7 +198,7 @@ async function serveReadBody(
       discard(response.body);
       answerError(ctx, attempt, INVALID_UPSTREAM_STATUS, invalidUpstreamResponseBody());
     }
-    return { kind: 'committed' };
+    return COMMITTED;
   }
 
   if (mode.kind === 'raw') {
@@ -212,7 +213,7 @@ async function serveReadBody(
       }
     }
     passThrough(ctx, attempt, response, [read.bytes], deps);
-    return { kind: 'committed' };
+    return COMMITTED;
   }
 
   const outcome: JsonResponseOutcome =
@@ -236,7 +237,7 @@ async function serveReadBody(
       answerError(ctx, attempt, outcome.status, outcome.body);
       break;
   }
-  return { kind: 'committed' };
+  return COMMITTED;
 }
 
 function abandonedByFailure(attempt: Attempt, error: Error): ServeOutcome {
@@ -260,7 +261,7 @@ async function serveRawStream(
   if (!canRetry) {
     attempt.cancelDeadline();
     passThrough(ctx, attempt, response, [], deps);
-    return { kind: 'committed' };
+    return COMMITTED;
   }
   const held: Buffer[] = [];
   let firstData: string | undefined;
@@ -286,7 +287,7 @@ async function serveRawStream(
     discard(response.body);
     ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
     cutResponse(ctx.res);
-    return { kind: 'committed' };
+    return COMMITTED;
   }
   if (firstData !== undefined) {
     const error = embeddedErrorOf(parseJsonSafe(firstData));
@@ -299,7 +300,7 @@ async function serveRawStream(
     }
   }
   passThrough(ctx, attempt, response, held, deps);
-  return { kind: 'committed' };
+  return COMMITTED;
 }
 
 /**
@@ -353,7 +354,7 @@ async function serveTransformedStream(
     // The client left while the first frame was awaited: nothing to commit.
     discard(response.body);
     attempt.release();
-    return { kind: 'committed' };
+    return COMMITTED;
   }
 
   if (embedded !== undefined && abandonsFor(ctx, attempt, embedded, canRetry)) {
@@ -375,7 +376,7 @@ async function serveTransformedStream(
       ctx.res.end();
     }
     attempt.release();
-    return { kind: 'committed' };
+    return COMMITTED;
   }
   if (committedBy === 'terminal') {
     if (transform.state === 'overflow') {
@@ -387,8 +388,8 @@ async function serveTransformedStream(
       ctx.res.end();
     }
     attempt.release();
-    return { kind: 'committed' };
+    return COMMITTED;
   }
   pumpTransformed(ctx, attempt, response, transform, deps);
-  return { kind: 'committed' };
+  return COMMITTED;
 }
