@@ -140,7 +140,9 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     },
   });
 
+  const proxyConnections = new ConnectionTracker();
   const handler = createProxyHandler({
+    connections: proxyConnections,
     runtime: () => runtime,
     metrics,
     logger,
@@ -153,8 +155,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     requestTimeoutMs: options.requestTimeoutSecs * 1000,
     keepAliveTimeoutMs: options.keepAliveTimeoutSecs * 1000,
   });
-  const proxyConnections = new ConnectionTracker(proxyServer.server);
-  proxyServer.onRequest((req, res) => proxyConnections.track(req, res));
+  proxyConnections.watch(proxyServer);
   const adminServer = createAdminServer({ metrics, metricsEnabled: options.metrics, lifecycle, logger });
   let shutdownPromise: Promise<number> | undefined;
 
@@ -167,7 +168,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
       return runtime;
     },
     async listen() {
-      const port = await listenOn(proxyServer.server, options.host, options.port);
+      const port = await listenOn(proxyServer, options.host, options.port);
       const adminPort = await listenOn(adminServer, options.host, options.metricsPort);
       logger.info({ listener: 'proxy', host: options.host, port }, 'listening');
       logger.info(
@@ -189,7 +190,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
             lifecycle,
             logger,
             metrics,
-            proxyServer: proxyServer.server,
+            proxyServer,
             proxyConnections,
             adminServer,
             delaySecs: options.shutdownDelaySecs,

@@ -22,8 +22,12 @@ async function setup() {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('data: {}\n\n');
   });
-  const tracker = new ConnectionTracker(proxyServer);
-  proxyServer.on('request', (req, res) => tracker.track(req, res));
+  const tracker = new ConnectionTracker();
+  tracker.watch(proxyServer);
+  proxyServer.on('request', (req, res) => {
+    tracker.opened(req, res);
+    res.on('close', () => tracker.closed(req, res));
+  });
   const adminServer = createAdminServer({ metrics, metricsEnabled: true, lifecycle, logger });
   proxyServer.listen(0, '127.0.0.1');
   adminServer.listen(0, '127.0.0.1');

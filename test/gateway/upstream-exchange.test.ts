@@ -221,8 +221,9 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
 
   describe('forwardTo: the body written to a client response from the dispatch callbacks', () => {
     /**
-     * A front server whose handler sends the request on and forwards the answer; resolves per
-     * request with whether the forward was taken and any failure it reported.
+     * A front server whose handler sends the request on and forwards the answer, aborting the
+     * exchange when its client leaves (as the gateway's attempt does); collects the failures the
+     * forward reported.
      */
     async function startFront(): Promise<{
       url: string;
@@ -232,7 +233,11 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       const failures: Error[] = [];
       const front = createHttpServer((req, res) => {
         req.resume();
-        void post().response.then((response) => {
+        const exchange = post();
+        res.on('close', () => {
+          if (!res.writableFinished) exchange.abort();
+        });
+        void exchange.response.then((response) => {
           res.writeHead(response.statusCode, { 'content-type': String(response.headers['content-type']) });
           const taken = response.forwardTo(res, (error) => {
             failures.push(error);
@@ -269,7 +274,7 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       }
     });
 
-    it('a client that leaves aborts the provider request', async () => {
+    it('an abort when the client leaves ends the provider request and reports no failure', async () => {
       client = new UpstreamClient();
       const closed = streamOneFrameAndHold(upstream);
       const front = await startFront();

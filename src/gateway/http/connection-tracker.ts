@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 
 /**
  * Tracks what the drain must wait for: responses that have started and not yet closed. Sockets are
- * tracked too so the drain deadline can cut them and count them.
+ * tracked too so the drain deadline can cut them and count them. The request handler reports each
+ * response opening and closing (its own `close` listener does both jobs: one listener per response).
  */
 export class ConnectionTracker {
   private readonly sockets = new Set<Socket>();
@@ -13,7 +14,8 @@ export class ConnectionTracker {
   private idleWaiters: (() => void)[] = [];
   private draining = false;
 
-  constructor(server: Server) {
+  /** Tracks the sockets `server` accepts. */
+  watch(server: Server): void {
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.once('close', () => {
@@ -23,28 +25,31 @@ export class ConnectionTracker {
     });
   }
 
-  /** Call once per request, before any await: the response counts until its 'close' event. */
-  track(req: IncomingMessage, res: ServerResponse): void {
+  /** Call once per request, before any await: the response counts until `closed`. */
+  opened(req: IncomingMessage, res: ServerResponse): void {
     this.activeResponses++;
     const socket = req.socket;
-    const previous = this.latestBySocket.get(socket);
-    this.latestBySocket.set(socket, res);
     if (this.draining) {
       // A request pipelined behind a response already marked to close: keep the socket open for
       // it, and let this newest response carry `Connection: close` instead.
+      const previous = this.latestBySocket.get(socket);
       if (previous && !previous.headersSent) previous.shouldKeepAlive = true;
       res.shouldKeepAlive = false;
     }
-    // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
-    res.on('close', () => {
-      this.activeResponses--;
-      if (this.latestBySocket.get(socket) === res) this.latestBySocket.delete(socket);
-      if (this.activeResponses === 0) {
-        const waiters = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const resolve of waiters) resolve();
-      }
-    });
+    this.latestBySocket.set(socket, res);
+  }
+
+  /** Call once per request, when its response emits `close` (finished or abandoned). */
+  closed(req: IncomingMessage, res: ServerResponse): void {
+    this.activeResponses--;
+    const socket = req.socket;
+    // Forget a closed response (it would keep its request's body alive on an idle socket).
+    if (this.latestBySocket.get(socket) === res) this.latestBySocket.delete(socket);
+    if (this.activeResponses === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
   }
 
   get active(): number {

@@ -13,14 +13,7 @@ export interface ClientTimeouts {
 const MAX_HEADERS_COUNT = 200;
 const MAX_HEADER_BYTES = 32 * 1024;
 
-export interface ProxyServer {
-  server: Server;
-  /** Observers called first for every request (connection tracking). */
-  onRequest(observer: RequestHandler): void;
-}
-
-export function createProxyServer(handler: RequestHandler, timeouts: ClientTimeouts): ProxyServer {
-  const observers: RequestHandler[] = [];
+export function createProxyServer(handler: RequestHandler, timeouts: ClientTimeouts): Server {
   const server = createServer(
     {
       maxHeaderSize: MAX_HEADER_BYTES,
@@ -29,12 +22,9 @@ export function createProxyServer(handler: RequestHandler, timeouts: ClientTimeo
       // How often expired header/request timers are enforced (Node's default is 30 s).
       connectionsCheckingInterval: 1_000,
     },
-    (req, res) => {
-      for (const observe of observers) observe(req, res);
-      handler(req, res);
-    },
+    handler,
   );
   server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;
   server.maxHeadersCount = MAX_HEADERS_COUNT;
-  return { server, onRequest: (observer) => observers.push(observer) };
+  return server;
 }

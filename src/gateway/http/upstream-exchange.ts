@@ -33,7 +33,8 @@ export class UpstreamResponse {
    * Writes the rest of the body to `res` (which has its head already) and ends it, pausing the
    * provider while `res` is full. False when the body has been taken as a stream already; the
    * caller then pipes it. After true: a broken body is reported to `onFailure` (nothing more is
-   * written), and a client that leaves first aborts the request.
+   * written). A client that leaves first is the caller's to notice: it aborts the exchange (the
+   * gateway's attempt does, on the request's abandon), and an aborted forward reports no failure.
    */
   forwardTo(res: ServerResponse, onFailure: ForwardFailure): boolean {
     return this.#exchange.forward(res, onFailure);
@@ -79,13 +80,17 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   /**
    * Gives the request up: before the response head it rejects `response` (`UND_ERR_ABORTED`),
-   * afterwards the body fails with that error (a stream is destroyed with it; a forward reports
-   * it). Idempotent.
+   * afterwards the body fails with that error (a stream is destroyed with it; a forward stops
+   * writing and reports nothing, its client being gone). Idempotent.
    */
   abort(): void {
     if (this.#aborted) return;
     this.#aborted = true;
-    if (this.#body) {
+    if (this.#sink) {
+      if (this.#sinkDone) return;
+      this.#sinkDone = true;
+      this.#controller?.abort(new errors.RequestAbortedError());
+    } else if (this.#body) {
       if (!this.#body.destroyed) this.#body.destroy(new errors.RequestAbortedError());
     } else if (this.#controller) {
       this.#controller.abort(new errors.RequestAbortedError());
@@ -111,8 +116,6 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.#body || this.#sink) return false;
     this.#sink = res;
     this.#onSinkFailure = onFailure;
-    // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
-    res.on('close', abandonForward.bind(this));
     let room = true;
     for (const chunk of this.#early) room = res.write(chunk);
     this.#early = [];
@@ -129,14 +132,6 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       this.#controller!.resume();
     }
     return true;
-  }
-
-  /** The client's response closed: a forward that had not finished gives the request up. */
-  clientClosed(): void {
-    if (!this.#sinkDone) {
-      this.#sinkDone = true;
-      this.#controller?.abort(new errors.RequestAbortedError());
-    }
   }
 
   /** The client's socket drained: let the provider's data flow again. */
@@ -216,10 +211,6 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     // Chunks already queued by the parser reach the body's readers first, as with undici's own API.
     queueMicrotask(() => body.destroy(error));
   }
-}
-
-function abandonForward(this: UpstreamExchange): void {
-  this.clientClosed();
 }
 
 function resumeForward(this: UpstreamExchange): void {

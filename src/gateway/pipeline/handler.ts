@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RuntimeTable } from '../config/runtime.js';
+import type { ConnectionTracker } from '../http/connection-tracker.js';
 import type { RequestHandler } from '../http/proxy-server.js';
 import type { UpstreamClient } from '../http/upstream.js';
 import type { LifecycleState } from '../lifecycle/phase.js';
@@ -34,6 +35,8 @@ function strictNotFound(path: string): GatewayError {
 }
 
 export interface HandlerDeps {
+  /** Told when each response opens and closes (what a drain waits for). */
+  connections: Pick<ConnectionTracker, 'opened' | 'closed'>;
   runtime: () => RuntimeTable;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -110,6 +113,7 @@ function failUnexpectedly(res: ServerResponse, deps: HandlerDeps, error: unknown
 
 /** Up to the body: the request's context, its span and close hook, the paths answered without a body. */
 function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): void {
+  deps.connections.opened(req, res);
   const table = deps.runtime();
   const url = req.url ?? '/';
   const query = url.indexOf('?');
@@ -117,9 +121,10 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
   const traffic: Traffic =
     req.headers[deps.options.dispatchedHeader] === undefined ? 'realtime' : 'dispatched';
   const ctx = new RequestContext(req, res, table, traffic, path);
-  ctx.span = startServerSpan(req.headers, req.method ?? 'GET', KNOWN_ROUTES.has(path) ? path : OTHER_ROUTE);
+  // The response's only 'close' listener (the connection tracker hears of it from `finish`).
   // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
   res.on('close', () => finish(ctx, deps));
+  ctx.span = startServerSpan(req.headers, req.method ?? 'GET', KNOWN_ROUTES.has(path) ? path : OTHER_ROUTE);
 
   if (path === '/v1/models' && (req.method === 'GET' || req.method === 'HEAD')) {
     listModels(ctx);
@@ -203,19 +208,26 @@ function reject(ctx: RequestContext, error: GatewayError, deps: HandlerDeps): vo
   );
 }
 
-/** Runs once per request when its response closes: releases every slot and records the outcome. */
+/**
+ * Runs once per request when its response closes: releases every slot, records the outcome, and
+ * tells the connection tracker (whatever else fails here, so a drain never waits for it in vain).
+ */
 function finish(ctx: RequestContext, deps: HandlerDeps): void {
-  ctx.close();
-  endServerSpan(
-    ctx.span,
-    ctx.res.headersSent ? ctx.res.statusCode : undefined,
-    ctx.res.headersSent ? undefined : 'client_gone',
-  );
-  const metrics = deps.metrics;
-  if (ctx.countedInflight) metrics.inflightOf.get(ctx.model).dec();
-  // Label order follows each metric's labelNames: requests (model, status, traffic),
-  // duration (model, traffic).
-  const status = ctx.res.headersSent ? statusLabel(ctx.res.statusCode) : CLIENT_CLOSED;
-  metrics.requestsOf.get(ctx.model, status, ctx.traffic).inc();
-  metrics.durationOf.get(ctx.model, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
+  try {
+    ctx.close();
+    endServerSpan(
+      ctx.span,
+      ctx.res.headersSent ? ctx.res.statusCode : undefined,
+      ctx.res.headersSent ? undefined : 'client_gone',
+    );
+    const metrics = deps.metrics;
+    if (ctx.countedInflight) metrics.inflightOf.get(ctx.model).dec();
+    // Label order follows each metric's labelNames: requests (model, status, traffic),
+    // duration (model, traffic).
+    const status = ctx.res.headersSent ? statusLabel(ctx.res.statusCode) : CLIENT_CLOSED;
+    metrics.requestsOf.get(ctx.model, status, ctx.traffic).inc();
+    metrics.durationOf.get(ctx.model, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
+  } finally {
+    deps.connections.closed(ctx.req, ctx.res);
+  }
 }
