@@ -146,6 +146,7 @@ export function compileRuntime(
       keys,
       keyLimits,
       rejectUnsupportedParams: new Set(config.reject_unsupported_params ?? []),
+      sharedLimits: options.sharedLimits !== undefined,
       limiters: registry.finish(),
     },
   };

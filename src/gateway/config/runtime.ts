@@ -22,6 +22,8 @@ export interface RuntimeTable {
   readonly keyLimits: ReadonlyMap<string, KeyLimits>;
   /** Catalog names whose presence rejects a strict-mode request (spec 4.7). */
   readonly rejectUnsupportedParams: ReadonlySet<string>;
+  /** The limiters are shared through Redis (`--shared-state`): admission decides them together. */
+  readonly sharedLimits: boolean;
 }
 
 export interface KeyLimits {

@@ -1,11 +1,46 @@
-import { decideTogether, type Decision } from '../limits/redis/limiters.js';
+import type { KeyLimits } from '../config/runtime.js';
+import { decideTogether, type Ask, type Decision } from '../limits/redis/limiters.js';
 import { isPromise, type Grant, type MaybePromise, type Refusal } from '../limits/types.js';
 import type { RequestContext } from './context.js';
 
-/** A limiter of the request and what it is asked with (the account, for the in-flight limiter). */
-interface Ask {
-  readonly limiter: { acquire(account?: string): MaybePromise<Grant | Refusal> };
-  readonly account: string | undefined;
+/** A limiter as admission asks it (the in-flight limiter takes the account). */
+interface Limiter {
+  acquire(account?: string): MaybePromise<Grant | Refusal>;
+}
+
+/**
+ * The steps of admission, in spec order: rate limits (key first, then target), concurrency permits
+ * (key, then target), then the per-account in-flight slot for realtime traffic or the alias batch
+ * slot for dispatched traffic. A request has a limiter at some of them.
+ */
+const STEPS = 5;
+const LAST_STEP = STEPS - 1;
+
+/** The limiter of one step for this request, if it has one there. */
+function limiterAt(ctx: RequestContext, keyLimits: KeyLimits | undefined, step: number): Limiter | undefined {
+  const route = ctx.route!;
+  switch (step) {
+    case 0:
+      return keyLimits?.rateLimit;
+    case 1:
+      return route.rateLimit;
+    case 2:
+      return keyLimits?.concurrencyLimit;
+    case 3:
+      return route.concurrencyLimit;
+    default:
+      return ctx.traffic === 'realtime' ? route.inflight : route.batch;
+  }
+}
+
+/** What a step's limiter is asked with: the in-flight slot is per account, the others take nothing. */
+function accountAt(ctx: RequestContext, step: number): string | undefined {
+  return step === LAST_STEP && ctx.traffic === 'realtime' ? ctx.identity?.account : undefined;
+}
+
+function keyLimitsOf(ctx: RequestContext): KeyLimits | undefined {
+  const definition = ctx.identity?.definitionName;
+  return definition === undefined ? undefined : ctx.table.keyLimits.get(definition);
 }
 
 /** Holds a grant on the request (released when it closes) or returns the refusal. */
@@ -22,57 +57,62 @@ function settleAll(ctx: RequestContext, decision: Decision): Refusal | undefined
   return decision.refusal;
 }
 
-/**
- * The limiters of one request, in spec order: rate limits (key first, then target), concurrency
- * permits (key, then target), then the per-account in-flight slot for realtime traffic or the alias
- * batch slot for dispatched traffic.
- */
-function asks(ctx: RequestContext): Ask[] {
-  const route = ctx.route!;
-  const definition = ctx.identity?.definitionName;
-  const keyLimits = definition === undefined ? undefined : ctx.table.keyLimits.get(definition);
-  const list: Ask[] = [];
-  if (keyLimits?.rateLimit) list.push({ limiter: keyLimits.rateLimit, account: undefined });
-  if (route.rateLimit) list.push({ limiter: route.rateLimit, account: undefined });
-  if (keyLimits?.concurrencyLimit) list.push({ limiter: keyLimits.concurrencyLimit, account: undefined });
-  if (route.concurrencyLimit) list.push({ limiter: route.concurrencyLimit, account: undefined });
-  if (ctx.traffic === 'realtime') list.push({ limiter: route.inflight, account: ctx.identity?.account });
-  else if (route.batch) list.push({ limiter: route.batch, account: undefined });
-  return list;
+/** Asks the limiters from `step` on, one at a time, until one refuses. */
+function askInTurn(
+  ctx: RequestContext,
+  keyLimits: KeyLimits | undefined,
+  step: number,
+): MaybePromise<Refusal | undefined> {
+  for (; step < STEPS; step++) {
+    const limiter = limiterAt(ctx, keyLimits, step);
+    if (limiter === undefined) continue;
+    const answer = limiter.acquire(accountAt(ctx, step));
+    if (isPromise(answer)) return continueAsync(ctx, keyLimits, answer, step + 1);
+    const refusal = settle(ctx, answer);
+    if (refusal) return refusal;
+  }
+  return undefined;
 }
 
 async function continueAsync(
   ctx: RequestContext,
+  keyLimits: KeyLimits | undefined,
   pending: Promise<Grant | Refusal>,
-  list: readonly Ask[],
-  next: number,
+  step: number,
 ): Promise<Refusal | undefined> {
   let refusal = settle(ctx, await pending);
-  for (let i = next; !refusal && i < list.length; i++) {
-    refusal = settle(ctx, await list[i]!.limiter.acquire(list[i]!.account));
+  for (; !refusal && step < STEPS; step++) {
+    const limiter = limiterAt(ctx, keyLimits, step);
+    if (limiter !== undefined) refusal = settle(ctx, await limiter.acquire(accountAt(ctx, step)));
   }
   return refusal;
+}
+
+/** Every limiter of the request with what it is asked with (for a decision in one round trip). */
+function asks(ctx: RequestContext, keyLimits: KeyLimits | undefined): Ask[] {
+  const list: Ask[] = [];
+  for (let step = 0; step < STEPS; step++) {
+    const limiter = limiterAt(ctx, keyLimits, step);
+    if (limiter !== undefined) list.push({ limiter, account: accountAt(ctx, step) });
+  }
+  return list;
 }
 
 /**
  * Admission (spec 7.1, 8). Each limiter is asked only after the previous one granted, so a refusal
  * spends nothing further; every grant is held by the request and released when it closes, also when
  * a later check refuses. In-memory limiters answer synchronously and admission then costs no
- * microtask; an asynchronous limiter switches to awaiting from that point on. Limiters shared through
- * Redis (`--shared-state`) are decided together in one round trip with the same outcome
- * (`decideTogether`): one network hop per request instead of one per limit.
+ * microtask and no allocation of its own; an asynchronous limiter switches to awaiting from that
+ * point on. Limiters shared through Redis (`--shared-state`) are decided together in one round trip
+ * with the same outcome (`decideTogether`): one network hop per request instead of one per limit.
  */
 export function admit(ctx: RequestContext): MaybePromise<Refusal | undefined> {
-  const list = asks(ctx);
-  const together = decideTogether(list);
-  if (together !== undefined) {
-    return isPromise(together) ? together.then((d) => settleAll(ctx, d)) : settleAll(ctx, together);
+  const keyLimits = keyLimitsOf(ctx);
+  if (ctx.table.sharedLimits) {
+    const together = decideTogether(asks(ctx, keyLimits));
+    if (together !== undefined) {
+      return isPromise(together) ? together.then((d) => settleAll(ctx, d)) : settleAll(ctx, together);
+    }
   }
-  for (let i = 0; i < list.length; i++) {
-    const answer = list[i]!.limiter.acquire(list[i]!.account);
-    if (isPromise(answer)) return continueAsync(ctx, answer, list, i + 1);
-    const refusal = settle(ctx, answer);
-    if (refusal) return refusal;
-  }
-  return undefined;
+  return askInTurn(ctx, keyLimits, 0);
 }

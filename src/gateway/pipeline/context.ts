@@ -23,8 +23,12 @@ const NO_BODY = Buffer.alloc(0);
  */
 export class RequestContext {
   readonly startedAt = performance.now();
+  // A request holds one abandon listener (its attempt) and two grants (in-flight slot, attempt)
+  // when no limits apply: those live in fields, and only further ones in a list, sparing the
+  // request two list allocations.
   /** Told if the client goes away before its response finished (upstream work to abort). */
-  #abandonListeners: AbandonListener[] | undefined;
+  #abandonListener: AbandonListener | undefined;
+  #moreAbandonListeners: AbandonListener[] | undefined;
   /** `model` metric label: the alias without class suffix, empty until resolved. */
   model = '';
   route: AliasRoute | undefined;
@@ -40,7 +44,9 @@ export class RequestContext {
   reasoning: ReasoningPlan | undefined;
   /** The request's server span (a no-op span when tracing is off). */
   span: Span = NOOP_SPAN;
-  private grants: Grant[] = [];
+  #firstGrant: Grant | undefined;
+  #secondGrant: Grant | undefined;
+  #moreGrants: Grant[] | undefined;
   private inflightCounted = false;
   private closed = false;
 
@@ -67,7 +73,9 @@ export class RequestContext {
 
   hold(grant: Grant): void {
     if (this.closed) grant.release();
-    else this.grants.push(grant);
+    else if (this.#firstGrant === undefined) this.#firstGrant = grant;
+    else if (this.#secondGrant === undefined) this.#secondGrant = grant;
+    else (this.#moreGrants ??= []).push(grant);
   }
 
   /** Marks the request as counted in the alias in-flight gauge (undone on close). */
@@ -86,13 +94,18 @@ export class RequestContext {
    * AbortController per request would build a DOMException with a stack trace on every abort.)
    */
   onAbandon(listener: AbandonListener): void {
-    (this.#abandonListeners ??= []).push(listener);
+    if (this.#abandonListener === undefined) this.#abandonListener = listener;
+    else (this.#moreAbandonListeners ??= []).push(listener);
   }
 
   offAbandon(listener: AbandonListener): void {
-    const listeners = this.#abandonListeners;
-    const at = listeners?.indexOf(listener) ?? -1;
-    if (at >= 0) listeners!.splice(at, 1);
+    if (this.#abandonListener === listener) {
+      this.#abandonListener = undefined;
+      return;
+    }
+    const more = this.#moreAbandonListeners;
+    const at = more?.indexOf(listener) ?? -1;
+    if (at >= 0) more!.splice(at, 1);
   }
 
   /** Releases every grant; safe to call more than once. Aborts upstream work of an unfinished response. */
@@ -101,14 +114,24 @@ export class RequestContext {
     this.closed = true;
     // Abort unfinished upstream work first: releasing grants disposes the attempts, which would
     // unsubscribe them before they heard of it.
-    const listeners = this.#abandonListeners;
-    this.#abandonListeners = undefined;
-    if (listeners !== undefined && !this.res.writableFinished) {
-      for (const listener of [...listeners]) listener.abandoned();
+    // Taken out of the fields first: a listener that unsubscribes while being told changes nothing.
+    const listener = this.#abandonListener;
+    const moreListeners = this.#moreAbandonListeners;
+    this.#abandonListener = undefined;
+    this.#moreAbandonListeners = undefined;
+    if (!this.res.writableFinished) {
+      listener?.abandoned();
+      if (moreListeners !== undefined) for (const more of moreListeners) more.abandoned();
     }
-    const grants = this.grants;
-    this.grants = [];
-    for (const grant of grants) grant.release();
+    const first = this.#firstGrant;
+    const second = this.#secondGrant;
+    const moreGrants = this.#moreGrants;
+    this.#firstGrant = undefined;
+    this.#secondGrant = undefined;
+    this.#moreGrants = undefined;
+    first?.release();
+    second?.release();
+    if (moreGrants !== undefined) for (const grant of moreGrants) grant.release();
   }
 
   get isClosed(): boolean {
