@@ -58,6 +58,13 @@ interface Plan {
   rounds: number;
   warmupSeconds: number;
   connections: number;
+  /**
+   * The closed loop takes more, shorter rounds than the other sections: its ratios pair a row's
+   * window with the floor's window of the same round, and the machine's speed drifts within
+   * minutes (the same process's CPU per request moves by up to 1.8x between windows seconds apart
+   * on a shared host), so more pairs, closer together, give a steadier median in the same time.
+   */
+  closedRounds: number;
   closedSeconds: number;
   openRate: number;
   openSeconds: number;
@@ -91,7 +98,8 @@ const FULL: Plan = {
   rounds: 3,
   warmupSeconds: 5,
   connections: 32,
-  closedSeconds: 10,
+  closedRounds: 6,
+  closedSeconds: 5,
   openRate: 1000,
   openSeconds: 10,
   streamConcurrency: 32,
@@ -120,6 +128,7 @@ const QUICK: Plan = {
   rounds: 1,
   warmupSeconds: 1,
   connections: 32,
+  closedRounds: 1,
   closedSeconds: 2.5,
   openRate: 1000,
   openSeconds: 2.5,
@@ -177,9 +186,9 @@ function pooled(samples: readonly Samples[]): Samples {
 const otherCores = (cpu: CpuWindow): number => cpu.others / cpu.seconds;
 
 /**
- * Runs `measure` for every target in every round, alternating; results by target name. A window
- * during which other programs used more than CONTENDED_CORES is measured again (up to
- * `plan.contendedRetries` times) and the least contended attempt is kept.
+ * Runs `measure` for every target in every round (`rounds`, default `plan.rounds`), alternating;
+ * results by target name. A window during which other programs used more than CONTENDED_CORES is
+ * measured again (up to `plan.contendedRetries` times) and the least contended attempt is kept.
  */
 async function alternate<R extends object>(
   plan: Plan,
@@ -187,15 +196,16 @@ async function alternate<R extends object>(
   label: string,
   measure: (target: Target) => Promise<R>,
   cpuOf: (result: R) => CpuWindow,
+  rounds = plan.rounds,
 ): Promise<Map<string, (R & UpstreamDelta)[]>> {
   const results = new Map<string, (R & UpstreamDelta)[]>(targets.map((t) => [t.name, []]));
-  for (let round = 0; round < plan.rounds; round++) {
+  for (let round = 0; round < rounds; round++) {
     for (const target of roundOrder(targets, round)) {
       let best: (R & UpstreamDelta) | undefined;
       for (let attempt = 0; attempt <= plan.contendedRetries; attempt++) {
         await quiet();
         log(
-          `${label}: round ${round + 1}/${plan.rounds}, ${target.name}${attempt ? ` (again, attempt ${attempt + 1})` : ''}`,
+          `${label}: round ${round + 1}/${rounds}, ${target.name}${attempt ? ` (again, attempt ${attempt + 1})` : ''}`,
         );
         const before = await counters();
         const measured = await measure(target);
@@ -233,12 +243,18 @@ function connectionsPer1k(runs: readonly UpstreamDelta[]): string {
   return `upstream connections per 1k requests ${fmt((sum(runs.map((r) => r.upstreamConnections)) / requests) * 1000, 1)}`;
 }
 
-/** Per-round ratio of a target's rate to the floor's rate in the same round, median over rounds. */
-function ratioToFloor(rates: Map<string, number[]>, name: string): number | undefined {
+/** Per round, the ratio of a target's rate to the floor's rate in the same round. */
+function ratiosToFloor(rates: Map<string, number[]>, name: string): number[] | undefined {
   const floor = rates.get('floor');
   const mine = rates.get(name);
   if (!floor || !mine || name === 'floor' || name === 'direct') return undefined;
-  return median(mine.map((rate, round) => rate / floor[round]!));
+  return mine.map((rate, round) => rate / floor[round]!);
+}
+
+/** The median over rounds of the per-round ratios to the floor. */
+function ratioToFloor(rates: Map<string, number[]>, name: string): number | undefined {
+  const ratios = ratiosToFloor(rates, name);
+  return ratios && median(ratios);
 }
 
 function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & UpstreamDelta)[]>): Row[] {
@@ -249,7 +265,10 @@ function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & Upstrea
   return [...results].map(([name, runs]) => {
     const latency = pooled(runs.map((r) => r.latency));
     const isDirect = name === 'direct';
+    const ratios = ratiosToFloor(rates, name);
+    const perRound = ratios ? `; × floor per round ${ratios.map((r) => fmt(r)).join(' / ')}` : '';
     return {
+      ...(ratios ? { ratioFloorRounds: ratios } : {}),
       section: 'closed loop',
       target: name,
       load: `${plan.connections} connections, non-streaming`,
@@ -258,14 +277,14 @@ function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & Upstrea
       p99: latency.percentile(99),
       addedP50: isDirect ? undefined : latency.percentile(50) - direct.percentile(50),
       addedP99: isDirect ? undefined : latency.percentile(99) - direct.percentile(99),
-      ratioFloor: ratioToFloor(rates, name),
+      ratioFloor: ratios && median(ratios),
       cpuPer10k: isDirect
         ? undefined
         : (sum(runs.map((r) => r.cpu.proxy)) / sum(runs.map((r) => r.ok))) * 1e4,
       peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
       failed: sum(runs.map((r) => r.failed)),
       others: others(runs.map((r) => r.cpu)),
-      notes: `${cores(runs.map((r) => r.cpu))}; ${connectionsPer1k(runs)}`,
+      notes: `${cores(runs.map((r) => r.cpu))}; ${connectionsPer1k(runs)}${perRound}`,
     };
   });
 }
@@ -475,11 +494,15 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
     });
   }
   const valid = (row: Row | undefined): row is Row => row !== undefined && row.failed === 0;
+  const spread = (ratios: readonly number[] | undefined): string =>
+    ratios && ratios.length > 1 ? `; rounds ${fmt(Math.min(...ratios))} to ${fmt(Math.max(...ratios))}` : '';
   const ratioLine = (kind: GatewayKind, min: number, label: string): void => {
     const row = find('closed loop', `gateway ${kind}`);
     lines.push({
       line: `${label}: throughput >= ${min}x floor (closed loop, 32 connections)`,
-      measured: row ? `${fmt(row.ratioFloor)}x${row.failed ? ` (${row.failed} failed)` : ''}` : 'not run',
+      measured: row
+        ? `${fmt(row.ratioFloor)}x (median of rounds${spread(row.ratioFloorRounds)})${row.failed ? ` (${row.failed} failed)` : ''}`
+        : 'not run',
       pass: valid(row) ? (row.ratioFloor ?? 0) >= min : undefined,
     });
   };
@@ -659,6 +682,7 @@ async function main(): Promise<void> {
               durationSeconds: plan.closedSeconds,
             }),
           (r) => r.cpu,
+          plan.closedRounds,
         );
         rows.push(...closedRows(plan, results));
       }
@@ -780,7 +804,7 @@ async function main(): Promise<void> {
   const output = [
     `## Benchmark (${plan.name}), ${renderMachine(host)}; proxies run with \`${nodeArgsText}\``,
     '',
-    `Rounds: ${plan.rounds}; closed loop ${plan.closedSeconds} s, open loop ${plan.openSeconds} s, ` +
+    `Rounds: ${plan.rounds} (closed loop ${plan.closedRounds}); closed loop ${plan.closedSeconds} s, open loop ${plan.openSeconds} s, ` +
       `streaming ${plan.streamSeconds} s / ${plan.pacedSeconds} s per window; warm-up ${plan.warmupSeconds} s per target. ` +
       `Latencies in ms; "added" = minus the direct row (reload: minus the unchanged-config row). ` +
       `Total time ${fmt((performance.now() - startedAt) / 1000, 0)} s.`,

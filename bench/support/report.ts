@@ -21,6 +21,8 @@ export interface Row {
   addedP99Rounds?: number[];
   /** Median over rounds of this row's rate / the floor's rate in the same round. */
   ratioFloor: number | undefined;
+  /** The per-round ratios the median is taken over (closed loop). */
+  ratioFloorRounds?: number[];
   /** Proxy CPU seconds per 10,000 requests (or streams). */
   cpuPer10k: number | undefined;
   /** Proxy peak RSS (VmHWM) over the row's windows, MB. */
