@@ -9,6 +9,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { category } from './analyze-profile.ts';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };

@@ -11,6 +11,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
 
 interface CallFrame {
   functionName: string;

@@ -35,6 +35,9 @@ import {
 } from './support/services.ts';
 import { Samples, median, sum } from './support/stats.ts';
 import type { CpuWindow, Target } from './support/target.ts';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
 
 interface Variant {
   name: string;

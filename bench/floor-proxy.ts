@@ -17,6 +17,9 @@ import type { AddressInfo } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { Pool, type Dispatcher } from 'undici';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
 
 const DROP = new Set([
   'connection',

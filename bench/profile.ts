@@ -61,6 +61,9 @@ import {
   type RunningProxy,
 } from './support/services.ts';
 import type { Target } from './support/target.ts';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
 
 const { values } = parseArgs({
   options: {

@@ -21,6 +21,9 @@ import { ALIAS, CHAT_PATH, chatRequestBody } from './support/payloads.ts';
 import { fmt } from './support/report.ts';
 import { startGateway, startUpstream, type RunningGateway } from './support/services.ts';
 import { Samples, median } from './support/stats.ts';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
 
 const BUDGET_MS = 0.5;
 

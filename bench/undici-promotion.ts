@@ -26,6 +26,9 @@ import { Agent, Client } from 'undici';
 import { ALIAS, CHAT_PATH, chatRequestBody } from './support/payloads.ts';
 import { ROOT } from './support/process.ts';
 import { SHIPPED_NODE_ARGS, startUpstream } from './support/services.ts';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
 
 const VARIANTS = ['http', 'request', 'exchange'] as const;
 type Variant = (typeof VARIANTS)[number];
