@@ -29,7 +29,9 @@ export function readBody(req: IncomingMessage, maxBytes: number, done: (result: 
     done(EMPTY);
     return;
   }
-  const chunks: Buffer[] = [];
+  // Most bodies arrive in one chunk: a list is made only for a second one.
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
   let size = 0;
   let settled = false;
   const settle = (result: BodyResult): void => {
@@ -43,13 +45,14 @@ export function readBody(req: IncomingMessage, maxBytes: number, done: (result: 
     if (size > maxBytes) {
       // Stop buffering; the caller answers 413 and closes the connection.
       req.pause();
-      chunks.length = 0;
+      first = chunks = undefined;
       settle(BODY_TOO_LARGE);
       return;
     }
-    chunks.push(chunk);
+    if (first === undefined) first = chunk;
+    else (chunks ??= [first]).push(chunk);
   });
-  req.on('end', () => settle(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+  req.on('end', () => settle(chunks === undefined ? (first ?? EMPTY) : Buffer.concat(chunks, size)));
   // A client gone mid-body closes the request (with the error on `req.errored`); without an
   // 'error' listener Node does not emit the error, so 'close' alone hears every abort.
   req.on('close', () => settle(BODY_ABORTED));
