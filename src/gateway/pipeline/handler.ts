@@ -9,7 +9,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
 import { authenticate } from './authenticate.js';
 import { admit } from './admit.js';
-import { isPromise } from '../limits/types.js';
+import { isPromise, type Refusal } from '../limits/types.js';
 import { RequestContext, type Traffic } from './context.js';
 import { dispatch, type DispatchDeps } from './dispatch.js';
 import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } from './errors.js';
@@ -79,6 +79,8 @@ export function createProxyHandler(deps: HandlerDeps): RequestHandler {
       logger: deps.logger,
       metrics: deps.metrics,
       sseBufferLimit: deps.options.sseBufferLimit,
+      answer: (ctx, error) => reject(ctx, error, deps),
+      failUnexpectedly: (ctx, error) => failUnexpectedly(ctx.res, deps, error),
     },
   };
   return (req, res) => {
@@ -146,12 +148,16 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
       return;
     }
     ctx.body = body;
-    void proceed(ctx, deps);
+    proceed(ctx, deps);
   });
 }
 
-/** From the body on: resolve, authenticate, admit, check, dispatch. Never rejects. */
-async function proceed(ctx: RequestContext, deps: StageDeps): Promise<void> {
+/**
+ * From the body on: resolve, authenticate, admit. Synchronous unless a limiter answers later
+ * (limits shared through Redis); nothing waits for the request past this point, since dispatch
+ * answers its own failures.
+ */
+function proceed(ctx: RequestContext, deps: StageDeps): void {
   try {
     const unresolved = resolveAlias(ctx);
     if (unresolved) return reject(ctx, unresolved, deps);
@@ -160,7 +166,22 @@ async function proceed(ctx: RequestContext, deps: StageDeps): Promise<void> {
     if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
 
     const admitted = admit(ctx);
-    const refusal = isPromise(admitted) ? await admitted : admitted;
+    if (isPromise(admitted)) {
+      admitted.then(
+        (refusal) => afterAdmission(ctx, deps, refusal),
+        (error: unknown) => failUnexpectedly(ctx.res, deps, error),
+      );
+      return;
+    }
+    afterAdmission(ctx, deps, admitted);
+  } catch (error) {
+    failUnexpectedly(ctx.res, deps, error);
+  }
+}
+
+/** After admission: refuse, or check and dispatch (which answers for itself from there on). */
+function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal | undefined): void {
+  try {
     if (refusal) {
       if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.model });
       return reject(ctx, refusalError(refusal), deps);
@@ -175,8 +196,7 @@ async function proceed(ctx: RequestContext, deps: StageDeps): Promise<void> {
     if (unreasonable) return reject(ctx, unreasonable, deps);
 
     if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.model).inc();
-    const failed = await dispatch(ctx, deps.dispatch);
-    if (failed) reject(ctx, failed, deps);
+    void dispatch(ctx, deps.dispatch);
   } catch (error) {
     failUnexpectedly(ctx.res, deps, error);
   }
