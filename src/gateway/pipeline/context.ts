@@ -36,7 +36,10 @@ export class RequestContext {
   identity: KeyIdentity | undefined;
   /** Raw request body bytes as received. */
   body: Buffer = NO_BODY;
-  /** The parsed JSON body, when it was parsed (at most once). */
+  /**
+   * The parsed JSON body, when it was parsed (at most once), until the last attempt is sent
+   * (dispatch lets it go then: nothing reads it afterwards).
+   */
   json: Record<string, unknown> | undefined;
   /** In strict mode, the supported endpoint the path names (spec 4.5). */
   strictEndpoint: StrictEndpoint | undefined;

@@ -97,6 +97,10 @@ export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise
 
       // The response head is awaited here, not in `send`: one async frame less per request.
       const sending = send(ctx, attempt, deps.upstream);
+      // Only another attempt would read the parsed body again (to rewrite it for its provider):
+      // after the last one is sent it is let go, not kept alive (and copied by every young
+      // collection) for as long as the response takes.
+      if (last) ctx.json = undefined;
       let sent: UpstreamResponse | SendFailure;
       if (sending instanceof UpstreamExchange) {
         try {
