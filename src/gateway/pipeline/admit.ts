@@ -74,18 +74,14 @@ function askInTurn(
   return undefined;
 }
 
+/** Waits for a limiter that answers later, then goes on asking from `step`. */
 async function continueAsync(
   ctx: RequestContext,
   keyLimits: KeyLimits | undefined,
   pending: Promise<Grant | Refusal>,
   step: number,
 ): Promise<Refusal | undefined> {
-  let refusal = settle(ctx, await pending);
-  for (; !refusal && step < STEPS; step++) {
-    const limiter = limiterAt(ctx, keyLimits, step);
-    if (limiter !== undefined) refusal = settle(ctx, await limiter.acquire(accountAt(ctx, step)));
-  }
-  return refusal;
+  return settle(ctx, await pending) ?? askInTurn(ctx, keyLimits, step);
 }
 
 /** Every limiter of the request with what it is asked with (for a decision in one round trip). */
