@@ -108,6 +108,27 @@ describe('failover', () => {
     expect(notListed.text).toContain('bad request');
   });
 
+  it("rewrites the body for each attempt's provider: the next attempt still has the parsed request", async () => {
+    a.respondWith(jsonReply(503, { error: { message: 'busy' } }));
+    const gateway = await gatewayWith({
+      strategy: 'priority',
+      fallback: { on_status: [503] },
+      providers: [
+        { url: a.url, gateway_model: 'model-a' },
+        { url: b.url, gateway_model: 'model-b' },
+      ],
+    });
+    expect(await chat(gateway)).toMatchObject({ status: 200, text: '{"id":"b"}' });
+    expect(JSON.parse(a.requests[0]!.body)).toMatchObject({
+      model: 'model-a',
+      messages: [{ content: 'hi' }],
+    });
+    expect(JSON.parse(b.requests[0]!.body)).toMatchObject({
+      model: 'model-b',
+      messages: [{ content: 'hi' }],
+    });
+  });
+
   it('moves on when a provider refuses connections, unless on_connection_error is false', async () => {
     const refusing = 'http://127.0.0.1:1';
     const on = await gatewayWith({
