@@ -3,12 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  BODY_ABORTED,
-  BODY_TOO_LARGE,
-  readBody,
-  type BodyResult,
-} from '../../src/gateway/pipeline/read-body.js';
+import { BODY_TOO_LARGE, readBody, type BodyResult } from '../../src/gateway/pipeline/read-body.js';
 
 const MAX = 64;
 
@@ -20,10 +15,17 @@ afterEach(async () => {
 });
 
 /** A server that reads each request's body with `readBody` and hands every result to the test. */
-async function serve(): Promise<{ port: number; results: BodyResult[]; next: () => Promise<BodyResult> }> {
+async function serve(): Promise<{
+  port: number;
+  results: BodyResult[];
+  next: () => Promise<BodyResult>;
+  nextClose: () => Promise<void>;
+}> {
   const results: BodyResult[] = [];
   const waiters: ((result: BodyResult) => void)[] = [];
+  const closeWaiters: (() => void)[] = [];
   server = createServer((req, res) => {
+    res.on('close', () => closeWaiters.shift()?.());
     readBody(req, MAX, (result) => {
       results.push(result);
       waiters.shift()?.(result);
@@ -37,6 +39,7 @@ async function serve(): Promise<{ port: number; results: BodyResult[]; next: () 
     port,
     results,
     next: () => new Promise((resolve) => waiters.push(resolve)),
+    nextClose: () => new Promise((resolve) => closeWaiters.push(resolve)),
   };
 }
 
@@ -95,15 +98,15 @@ describe('readBody', () => {
     streamed.destroy();
   });
 
-  it('reports a client gone mid-body as aborted, once', async () => {
-    const { port, next, results } = await serve();
+  it('never calls back for a client gone mid-body (its response closes instead)', async () => {
+    const { port, nextClose, results } = await serve();
     const socket = await socketTo(port);
-    const result = next();
+    const closed = nextClose();
     socket.write(`${HEAD}content-length: 40\r\n\r\n{"model":`);
     await sleep(20);
     socket.destroy();
-    expect(await result).toBe(BODY_ABORTED);
+    await closed;
     await sleep(20);
-    expect(results).toEqual([BODY_ABORTED]);
+    expect(results).toEqual([]);
   });
 });

@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Dispatcher } from 'undici';
 import { UpstreamClient } from '../../src/gateway/http/upstream.js';
+import type { UpstreamExchange, UpstreamResponse } from '../../src/gateway/http/upstream-exchange.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /** Everything the body yields, or the error that ended it (with what arrived before). */
@@ -38,6 +40,41 @@ function streamOneFrameAndHold(upstream: RecordingUpstream): Promise<{ finished:
   });
 }
 
+/**
+ * Sends through the client, with a listener that turns the head (or its failure) into a promise.
+ * The promise rejects if the listener is told before `send` returned, or more than once.
+ */
+function sendForHead(
+  client: UpstreamClient,
+  options: Dispatcher.DispatchOptions,
+): { exchange: UpstreamExchange; response: Promise<UpstreamResponse> } {
+  let returned = false;
+  let told = 0;
+  let settle!: (outcome: { response: UpstreamResponse } | { error: Error }) => void;
+  const outcome = new Promise<{ response: UpstreamResponse } | { error: Error }>((resolve) => {
+    settle = resolve;
+  });
+  const tell = (result: { response: UpstreamResponse } | { error: Error }): void => {
+    told++;
+    if (!returned) settle({ error: new Error('the listener was told before send returned') });
+    else if (told > 1) settle({ error: new Error('the listener was told more than once') });
+    else settle(result);
+  };
+  const exchange = client.send(options, {
+    headArrived: (response) => tell({ response }),
+    headFailed: (error) => tell({ error }),
+  });
+  returned = true;
+  const response = outcome.then(async (result) => {
+    // A second call would come right after the first: give it the chance to show.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (told > 1) throw new Error('the listener was told more than once');
+    if ('error' in result) throw result.error;
+    return result.response;
+  });
+  return { exchange, response };
+}
+
 describe('UpstreamExchange (requests to providers through undici dispatch)', () => {
   let upstream: RecordingUpstream;
   let client: UpstreamClient;
@@ -54,7 +91,7 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
   });
 
   const post = (body = '{"model":"m"}') =>
-    client.send({
+    sendForHead(client, {
       origin: upstream.url,
       path: '/v1/chat/completions',
       method: 'POST',
@@ -140,7 +177,7 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
     expect(bytes.length).toBe(provider.total);
   });
 
-  it('abort before the head: the response rejects with UND_ERR_ABORTED and the provider sees a close', async () => {
+  it('abort before the head: the listener hears UND_ERR_ABORTED and the provider sees a close', async () => {
     client = new UpstreamClient();
     let closed: Promise<{ finished: boolean }> | undefined;
     const arrived = new Promise<void>((resolve) => {
@@ -149,20 +186,20 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
         resolve();
       });
     });
-    const exchange = post();
+    const { exchange, response } = post();
     await arrived;
     exchange.abort();
     exchange.abort();
-    await expect(exchange.response).rejects.toMatchObject({ code: 'UND_ERR_ABORTED' });
+    await expect(response).rejects.toMatchObject({ code: 'UND_ERR_ABORTED' });
     expect(await closed).toEqual({ finished: false });
   });
 
-  it('abort at once, before a connection is even open, rejects the same way', async () => {
+  it('abort at once, before a connection is even open, fails the head the same way', async () => {
     client = new UpstreamClient();
     const before = upstream.requests.length;
-    const exchange = post();
+    const { exchange, response } = post();
     exchange.abort();
-    await expect(exchange.response).rejects.toMatchObject({ code: 'UND_ERR_ABORTED' });
+    await expect(response).rejects.toMatchObject({ code: 'UND_ERR_ABORTED' });
     await new Promise((r) => setTimeout(r, 50));
     expect(upstream.requests.length).toBe(before);
   });
@@ -170,11 +207,11 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
   it('abort after the head: the body fails with UND_ERR_ABORTED after what arrived, the provider sees a close', async () => {
     client = new UpstreamClient();
     const closed = streamOneFrameAndHold(upstream);
-    const exchange = post();
-    const response = await exchange.response;
+    const sent = post();
+    const response = await sent.response;
     const first = (await once(response.body, 'data')) as [Buffer];
     expect(first[0].toString()).toBe('data: 1\n\n');
-    exchange.abort();
+    sent.exchange.abort();
     const { error } = await drain(response.body);
     expect(error?.code).toBe('UND_ERR_ABORTED');
     expect(await closed).toEqual({ finished: false });
@@ -202,21 +239,27 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
     expect(error?.code).toMatch(/^UND_ERR_/);
   });
 
-  it('a provider that cannot be reached rejects the response with the connect error', async () => {
+  it('a provider that cannot be reached fails the head with the connect error', async () => {
     client = new UpstreamClient();
     const probe = createServer();
     probe.listen(0, '127.0.0.1');
     await once(probe, 'listening');
     const { port } = probe.address() as { port: number };
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const exchange = client.send({
+    const { response } = sendForHead(client, {
       origin: `http://127.0.0.1:${port}`,
       path: '/',
       method: 'GET',
       headers: {},
       body: null,
     });
-    await expect(exchange.response).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await expect(response).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('a request refused on the spot (a closed agent) fails the head after send returns, once', async () => {
+    client = new UpstreamClient();
+    await client.agent.close();
+    await expect(post().response).rejects.toMatchObject({ code: 'UND_ERR_DESTROYED' });
   });
 
   describe('forwardTo: the body written to a client response from the dispatch callbacks', () => {
@@ -233,11 +276,11 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       const failures: Error[] = [];
       const front = createHttpServer((req, res) => {
         req.resume();
-        const exchange = post();
+        const sent = post();
         res.on('close', () => {
-          if (!res.writableFinished) exchange.abort();
+          if (!res.writableFinished) sent.exchange.abort();
         });
-        void exchange.response.then((response) => {
+        void sent.response.then((response) => {
           res.writeHead(response.statusCode, { 'content-type': String(response.headers['content-type']) });
           const taken = response.forwardTo(res, (error) => {
             failures.push(error);

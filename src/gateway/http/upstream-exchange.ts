@@ -42,8 +42,19 @@ export class UpstreamResponse {
 }
 
 /**
+ * Told how a request to a provider went up to its response head: exactly one of the two is called,
+ * once, always after `send` has returned (never from inside undici's parser).
+ */
+export interface HeadListener {
+  /** The response head arrived (1xx answers are skipped); its body is to be taken from `response`. */
+  headArrived(response: UpstreamResponse): void;
+  /** No response head: undici's error (connection refused or lost, timeout, `UND_ERR_ABORTED`). */
+  headFailed(error: Error): void;
+}
+
+/**
  * One request to a provider, driven through undici's `dispatch` (the handler API) instead of its
- * `request` convenience: `response` settles with the status and headers, then the body arrives
+ * `request` convenience: the listener hears of the status and headers, then the body arrives
  * through the callbacks below, into whichever way the reader took it.
  *
  * Why not `Agent.request`: its handler keeps a per-request arrow function over the dispatch
@@ -52,12 +63,13 @@ export class UpstreamResponse {
  * request. Each collection then copies megabytes and pauses the process for milliseconds
  * (docs/performance.md, "Where the tail came from"). This handler keeps no closure over the
  * controller: the body reaches it through its own fields, and aborting is a method call.
+ *
+ * Why a listener rather than a promise of the head: a request waiting for its provider then holds
+ * no promise, no resolve and reject functions and no suspended async function, only this object
+ * and its listener (docs/performance.md, change 27).
  */
 export class UpstreamExchange implements Dispatcher.DispatchHandler {
-  /** Settles with the response head (1xx answers are skipped); rejects with undici's error. */
-  readonly response: Promise<UpstreamResponse>;
-  #resolve!: (response: UpstreamResponse) => void;
-  #reject!: (error: Error) => void;
+  readonly #listener: HeadListener;
   #controller: Dispatcher.DispatchController | undefined;
   #aborted = false;
   #settled = false;
@@ -71,15 +83,12 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #onSinkFailure: ForwardFailure | undefined;
   #sinkDone = false;
 
-  constructor() {
-    this.response = new Promise<UpstreamResponse>((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
+  constructor(listener: HeadListener) {
+    this.#listener = listener;
   }
 
   /**
-   * Gives the request up: before the response head it rejects `response` (`UND_ERR_ABORTED`),
+   * Gives the request up: before the response head the listener hears `UND_ERR_ABORTED`,
    * afterwards the body fails with that error (a stream is destroyed with it; a forward stops
    * writing and reports nothing, its client being gone). Idempotent.
    */
@@ -151,7 +160,10 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   ): void {
     if (statusCode < 200) return;
     this.#settled = true;
-    this.#resolve(new UpstreamResponse(this, statusCode, headers));
+    // After the parser's turn, as a promise would settle: the listener may abort this request or
+    // send another, which undici's callbacks are not the place for. Body chunks that arrive first
+    // wait in `#early`.
+    process.nextTick(deliverHead, this.#listener, new UpstreamResponse(this, statusCode, headers));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -193,7 +205,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (!this.#settled) {
       this.#settled = true;
-      this.#reject(error);
+      process.nextTick(deliverHeadFailure, this.#listener, error);
       return;
     }
     if (this.#sink !== undefined) {
@@ -211,6 +223,14 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     // Chunks already queued by the parser reach the body's readers first, as with undici's own API.
     queueMicrotask(() => body.destroy(error));
   }
+}
+
+function deliverHead(listener: HeadListener, response: UpstreamResponse): void {
+  listener.headArrived(response);
+}
+
+function deliverHeadFailure(listener: HeadListener, error: Error): void {
+  listener.headFailed(error);
 }
 
 function resumeForward(this: UpstreamExchange): void {

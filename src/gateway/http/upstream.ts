@@ -1,5 +1,5 @@
 import { Agent, type Dispatcher } from 'undici';
-import { UpstreamExchange } from './upstream-exchange.js';
+import { UpstreamExchange, type HeadListener } from './upstream-exchange.js';
 
 /** Upstream client timeouts. The first-token deadline of a pool is separate (fallback settings). */
 export const UPSTREAM_TIMEOUTS = {
@@ -64,9 +64,9 @@ export class UpstreamClient {
     });
   }
 
-  /** Starts a request; its `response` settles with the head, `abort()` gives it up. */
-  send(options: Dispatcher.DispatchOptions): UpstreamExchange {
-    const exchange = new UpstreamExchange();
+  /** Starts a request; `listener` hears of its response head, `abort()` gives it up. */
+  send(options: Dispatcher.DispatchOptions, listener: HeadListener): UpstreamExchange {
+    const exchange = new UpstreamExchange(listener);
     this.agent.dispatch(options, exchange);
     return exchange;
   }

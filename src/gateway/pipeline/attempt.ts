@@ -3,7 +3,7 @@ import type { AttemptProbe } from '../balance/aimd.js';
 import type { ProviderRoute } from '../config/runtime.js';
 import { forwardRequestHeaders, requestHeaderDrop } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
-import type { UpstreamExchange } from '../http/upstream-exchange.js';
+import type { HeadListener, UpstreamExchange } from '../http/upstream-exchange.js';
 import type { GrantSet } from '../limits/grant-set.js';
 import type { Grant } from '../limits/types.js';
 import type { AbandonListener, RequestContext } from './context.js';
@@ -183,13 +183,15 @@ export type SendFailure =
 const UNSERIALIZABLE: SendFailure = { kind: 'unserializable' };
 
 /**
- * Sends the client's request to the attempt's provider and binds it to the attempt; the response
- * head arrives on the exchange's `response`, which `dispatch` awaits. Never throws.
+ * Sends the client's request to the attempt's provider and binds it to the attempt; `listener` hears
+ * of the response head (or that none came). Never throws: a request that could not leave is returned
+ * as a failure, and the listener is not called for it.
  */
 export function send(
   ctx: RequestContext,
   attempt: Attempt,
   upstream: UpstreamClient,
+  listener: HeadListener,
 ): UpstreamExchange | SendFailure {
   const provider = attempt.provider;
   const method = ctx.req.method ?? 'GET';
@@ -203,13 +205,16 @@ export function send(
     return UNSERIALIZABLE;
   }
   try {
-    const exchange = upstream.send({
-      origin: provider.endpoint.origin,
-      path: upstreamPath(provider.endpoint, ctx.req.url ?? '/'),
-      method: method as Dispatcher.HttpMethod,
-      headers,
-      body: body ?? null,
-    });
+    const exchange = upstream.send(
+      {
+        origin: provider.endpoint.origin,
+        path: upstreamPath(provider.endpoint, ctx.req.url ?? '/'),
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: body ?? null,
+      },
+      listener,
+    );
     attempt.bindExchange(exchange);
     return exchange;
   } catch (error) {

@@ -1,10 +1,10 @@
 import { attemptOrder } from '../balance/strategies.js';
 import type { ProviderRoute } from '../config/runtime.js';
 import type { UpstreamClient } from '../http/upstream.js';
-import { UpstreamExchange, UpstreamResponse } from '../http/upstream-exchange.js';
+import { UpstreamExchange, type HeadListener, type UpstreamResponse } from '../http/upstream-exchange.js';
 import { setAttemptStatus } from '../telemetry/tracing.js';
 import { GrantSet } from '../limits/grant-set.js';
-import { isPromise, type Refusal } from '../limits/types.js';
+import { isPromise, type MaybePromise, type Refusal } from '../limits/types.js';
 import { Attempt, send, sendFailed, type SendFailure } from './attempt.js';
 import type { CommitDeps } from './commit.js';
 import type { RequestContext } from './context.js';
@@ -22,15 +22,23 @@ export interface DispatchDeps extends CommitDeps {
   failUnexpectedly(ctx: RequestContext, error: unknown): void;
 }
 
-/** Takes the provider's own limits for one attempt; the grants live as long as the attempt serves. */
-async function acquireProviderLimits(provider: ProviderRoute, grants: GrantSet): Promise<Refusal | null> {
-  for (const limiter of [provider.rateLimit, provider.concurrencyLimit]) {
-    if (!limiter) continue;
-    const answer = limiter.acquire();
-    const refusal = grants.hold(isPromise(answer) ? await answer : answer);
-    if (refusal) return refusal;
-  }
-  return null;
+/**
+ * Takes the provider's own limits for one attempt into `grants` (they live as long as the attempt
+ * serves), rate first: the refusal, null, or a promise of either when a limiter answers later
+ * (limits shared through Redis).
+ */
+function takeProviderLimits(provider: ProviderRoute, grants: GrantSet): MaybePromise<Refusal | null> {
+  const rate = provider.rateLimit?.acquire();
+  if (rate === undefined) return takeProviderConcurrency(provider, grants);
+  if (isPromise(rate))
+    return rate.then((answer) => grants.hold(answer) ?? takeProviderConcurrency(provider, grants));
+  return grants.hold(rate) ?? takeProviderConcurrency(provider, grants);
+}
+
+function takeProviderConcurrency(provider: ProviderRoute, grants: GrantSet): MaybePromise<Refusal | null> {
+  const answer = provider.concurrencyLimit?.acquire();
+  if (answer === undefined) return null;
+  return isPromise(answer) ? answer.then((granted) => grants.hold(granted)) : grants.hold(answer);
 }
 
 /** upstream_attempts_total, labels in labelNames order: model, pool, provider, outcome. */
@@ -48,139 +56,245 @@ function countAttempt(
  * tries them one by one until one commits a response or no attempt is left. The request's own limit
  * slots (in-flight included) are held across attempts; each provider's limits only for its attempt.
  * Answers the gateway's error itself when no attempt produced a response to send, and never
- * rejects: the request path does not wait for it (one async frame and one promise fewer held by
- * every request while its provider answers).
+ * throws: the request path does not wait for it.
  */
-export async function dispatch(ctx: RequestContext, deps: DispatchDeps): Promise<void> {
+export function dispatch(ctx: RequestContext, deps: DispatchDeps): void {
   try {
+    new Dispatch(ctx, deps).start(0);
+  } catch (error) {
+    deps.failUnexpectedly(ctx, error);
+  }
+}
+
+/**
+ * One request's way through its providers, driven by callbacks rather than an async function: while
+ * its provider thinks, a request holds this object (the exchange's listener) instead of a suspended
+ * frame, its promise and the head's promise with its resolve and reject functions. Every entry point
+ * (`start`, the head callbacks, a later limiter or serve answer) catches what it throws.
+ */
+class Dispatch implements HeadListener {
+  readonly #ctx: RequestContext;
+  readonly #deps: DispatchDeps;
+  readonly #order: readonly ProviderRoute[];
+  /** How many providers may be tried. */
+  readonly #attempts: number;
+  /** The first-token deadline of an attempt that is not the last of several. */
+  readonly #deadline: number | undefined;
+  /** The attempt in progress. */
+  #attempt: Attempt | undefined;
+  #lastFailure: GatewayError | undefined;
+
+  constructor(ctx: RequestContext, deps: DispatchDeps) {
+    this.#ctx = ctx;
+    this.#deps = deps;
     const route = ctx.route!;
     const fallback = route.fallback;
-    const order = attemptOrder(route.strategy, route.providers, Math.random, route.share);
-    const attempts = Math.min(order.length, fallback?.maxAttempts ?? 1);
+    this.#order = attemptOrder(route.strategy, route.providers, Math.random, route.share);
+    this.#attempts = Math.min(this.#order.length, fallback?.maxAttempts ?? 1);
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     // It never cuts the last attempt of several: only a lone attempt ends in 504 first_token_timeout.
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
-    const deadline = ctx.json?.stream === true ? fallback?.firstTokenTimeoutMs : undefined;
+    this.#deadline = ctx.json?.stream === true ? fallback?.firstTokenTimeoutMs : undefined;
+  }
 
-    let lastFailure: GatewayError | undefined;
-    for (let i = 0; i < attempts; i++) {
-      const provider = order[i]!;
-      const last = i === attempts - 1;
-
-      let grants: GrantSet | undefined;
-      if (provider.rateLimit !== undefined || provider.concurrencyLimit !== undefined) {
-        grants = new GrantSet();
-        const refusal = await acquireProviderLimits(provider, grants);
-        if (refusal) {
-          grants.release();
-          countAttempt(ctx, deps, provider, 'local_refusal');
-          if (!last && fallback?.onRateLimit) continue;
-          return deps.answer(ctx, refusalError(refusal));
-        }
-      }
-      if (ctx.isClosed) {
-        grants?.release();
-        return;
-      }
-
-      const attempt = new Attempt(
-        ctx,
-        {
-          provider,
-          number: i + 1,
-          last,
-          mode: responseModeFor(ctx, provider),
-          deadlineMs: last && attempts > 1 ? undefined : deadline,
-        },
-        grants,
-      );
-
-      // The response head is awaited here, not in `send`: one async frame less per request.
-      const sending = send(ctx, attempt, deps.upstream);
-      // Only another attempt would read the parsed body again (to rewrite it for its provider):
-      // after the last one is sent it is let go, not kept alive (and copied by every young
-      // collection) for as long as the response takes.
-      if (last) ctx.json = undefined;
-      let sent: UpstreamResponse | SendFailure;
-      if (sending instanceof UpstreamExchange) {
-        try {
-          sent = await sending.response;
-          setAttemptStatus(attempt.span, sent.statusCode);
-        } catch (error) {
-          sent = sendFailed(attempt, error);
-        }
-      } else {
-        sent = sending;
-      }
-      let reason: AbandonReason;
-      let status: number | undefined;
-      if (!(sent instanceof UpstreamResponse)) {
-        if (sent.kind === 'unserializable') {
-          attempt.probe?.unknown();
-          attempt.release();
-          return deps.answer(ctx, gatewayErrors.bodyTooDeep());
-        }
-        if (ctx.isClosed) {
-          attempt.probe?.unknown();
-          attempt.release();
-          countAttempt(ctx, deps, provider, 'client_gone');
-          return;
-        }
-        reason = attempt.expired ? 'deadline' : 'connection_error';
-        if (reason === 'connection_error') {
-          attempt.probe?.unknown();
-          deps.metrics.upstreamErrors.inc({ model: ctx.model, reason: sent.error.code ?? 'error' });
-          deps.logger.warn(
-            {
-              model: ctx.model,
-              provider: provider.name,
-              attempt: i + 1,
-              code: sent.error.code,
-              err: sent.error.message,
-            },
-            'upstream request failed',
-          );
-        }
-      } else {
-        // The attempt's grants and probe stay alive until the response is done with.
-        ctx.hold(attempt);
-        let served: ServeOutcome;
-        try {
-          const serving = serveResponse(ctx, attempt, sent, !last, deps);
-          served = isPromise(serving) ? await serving : serving;
-        } catch (error) {
-          attempt.release();
-          throw error;
-        }
-        if (served.kind === 'committed') {
-          countAttempt(ctx, deps, provider, 'committed');
-          return;
-        }
-        reason = served.reason;
-        status = served.status;
-        if (reason === 'connection_error') attempt.probe?.unknown();
-      }
-
-      if (reason === 'deadline') attempt.probe?.deadlineExpired(attempt.elapsedMs());
-      attempt.release();
-      countAttempt(ctx, deps, provider, reason);
-      if (ctx.isClosed) return;
-      lastFailure =
-        reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable();
-
-      const retryable =
-        reason === 'deadline' ||
-        reason === 'status' ||
-        reason === 'embedded_error' ||
-        fallback?.onConnectionError === true;
-      if (last || !fallback || !retryable) break;
-      deps.logger.info(
-        { model: ctx.model, pool: route.key, provider: provider.name, attempt: i + 1, reason, status },
-        'failing over to the next provider',
-      );
+  /** Tries the provider at `index` (its own limits first), or answers when none is left. */
+  start(index: number): void {
+    if (index >= this.#attempts) {
+      this.#deps.answer(this.#ctx, this.#lastFailure ?? gatewayErrors.upstreamUnavailable());
+      return;
     }
-    deps.answer(ctx, lastFailure ?? gatewayErrors.upstreamUnavailable());
-  } catch (error) {
-    deps.failUnexpectedly(ctx, error);
+    const provider = this.#order[index]!;
+    if (provider.rateLimit === undefined && provider.concurrencyLimit === undefined) {
+      this.#send(index, undefined);
+      return;
+    }
+    const grants = new GrantSet();
+    const taken = takeProviderLimits(provider, grants);
+    if (!isPromise(taken)) {
+      this.#limitsTaken(index, grants, taken);
+      return;
+    }
+    taken.then(
+      (refusal) => {
+        try {
+          this.#limitsTaken(index, grants, refusal);
+        } catch (error) {
+          this.#deps.failUnexpectedly(this.#ctx, error);
+        }
+      },
+      (error: unknown) => {
+        grants.release();
+        this.#deps.failUnexpectedly(this.#ctx, error);
+      },
+    );
+  }
+
+  #limitsTaken(index: number, grants: GrantSet, refusal: Refusal | null): void {
+    if (!refusal) {
+      this.#send(index, grants);
+      return;
+    }
+    grants.release();
+    countAttempt(this.#ctx, this.#deps, this.#order[index]!, 'local_refusal');
+    if (index < this.#attempts - 1 && this.#ctx.route!.fallback?.onRateLimit) {
+      this.start(index + 1);
+      return;
+    }
+    this.#deps.answer(this.#ctx, refusalError(refusal));
+  }
+
+  #send(index: number, grants: GrantSet | undefined): void {
+    const ctx = this.#ctx;
+    if (ctx.isClosed) {
+      grants?.release();
+      return;
+    }
+    const last = index === this.#attempts - 1;
+    const provider = this.#order[index]!;
+    const attempt = new Attempt(
+      ctx,
+      {
+        provider,
+        number: index + 1,
+        last,
+        mode: responseModeFor(ctx, provider),
+        deadlineMs: last && this.#attempts > 1 ? undefined : this.#deadline,
+      },
+      grants,
+    );
+    this.#attempt = attempt;
+    const sending = send(ctx, attempt, this.#deps.upstream, this);
+    // Only another attempt would read the parsed body again (to rewrite it for its provider):
+    // after the last one is sent it is let go, not kept alive (and copied by every young
+    // collection) for as long as the response takes.
+    if (last) ctx.json = undefined;
+    if (!(sending instanceof UpstreamExchange)) this.#notSent(attempt, sending);
+  }
+
+  headArrived(response: UpstreamResponse): void {
+    const attempt = this.#attempt!;
+    try {
+      setAttemptStatus(attempt.span, response.statusCode);
+      this.#serve(attempt, response);
+    } catch (error) {
+      this.#deps.failUnexpectedly(this.#ctx, error);
+    }
+  }
+
+  headFailed(error: Error): void {
+    const attempt = this.#attempt!;
+    try {
+      this.#notSent(attempt, sendFailed(attempt, error));
+    } catch (unexpected) {
+      this.#deps.failUnexpectedly(this.#ctx, unexpected);
+    }
+  }
+
+  /** The request did not reach a response head (it could not leave, or it failed on the way). */
+  #notSent(attempt: Attempt, failure: SendFailure): void {
+    const ctx = this.#ctx;
+    const deps = this.#deps;
+    if (failure.kind === 'unserializable') {
+      attempt.probe?.unknown();
+      attempt.release();
+      deps.answer(ctx, gatewayErrors.bodyTooDeep());
+      return;
+    }
+    if (ctx.isClosed) {
+      attempt.probe?.unknown();
+      attempt.release();
+      countAttempt(ctx, deps, attempt.provider, 'client_gone');
+      return;
+    }
+    if (attempt.expired) {
+      this.#attemptFailed(attempt, 'deadline', undefined);
+      return;
+    }
+    attempt.probe?.unknown();
+    deps.metrics.upstreamErrors.inc({ model: ctx.model, reason: failure.error.code ?? 'error' });
+    deps.logger.warn(
+      {
+        model: ctx.model,
+        provider: attempt.provider.name,
+        attempt: attempt.number,
+        code: failure.error.code,
+        err: failure.error.message,
+      },
+      'upstream request failed',
+    );
+    this.#attemptFailed(attempt, 'connection_error', undefined);
+  }
+
+  #serve(attempt: Attempt, response: UpstreamResponse): void {
+    // The attempt's grants and probe stay alive until the response is done with.
+    this.#ctx.hold(attempt);
+    let serving: MaybePromise<ServeOutcome>;
+    try {
+      serving = serveResponse(this.#ctx, attempt, response, !attempt.last, this.#deps);
+    } catch (error) {
+      attempt.release();
+      throw error;
+    }
+    if (!isPromise(serving)) {
+      this.#served(attempt, serving);
+      return;
+    }
+    serving.then(
+      (outcome) => {
+        try {
+          this.#served(attempt, outcome);
+        } catch (error) {
+          this.#deps.failUnexpectedly(this.#ctx, error);
+        }
+      },
+      (error: unknown) => {
+        attempt.release();
+        this.#deps.failUnexpectedly(this.#ctx, error);
+      },
+    );
+  }
+
+  #served(attempt: Attempt, served: ServeOutcome): void {
+    if (served.kind === 'committed') {
+      countAttempt(this.#ctx, this.#deps, attempt.provider, 'committed');
+      return;
+    }
+    if (served.reason === 'connection_error') attempt.probe?.unknown();
+    this.#attemptFailed(attempt, served.reason, served.status);
+  }
+
+  /** The attempt produced nothing to send: fail over to the next provider, or answer the error. */
+  #attemptFailed(attempt: Attempt, reason: AbandonReason, status: number | undefined): void {
+    const ctx = this.#ctx;
+    const deps = this.#deps;
+    if (reason === 'deadline') attempt.probe?.deadlineExpired(attempt.elapsedMs());
+    attempt.release();
+    countAttempt(ctx, deps, attempt.provider, reason);
+    if (ctx.isClosed) return;
+    this.#lastFailure =
+      reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable();
+
+    const fallback = ctx.route!.fallback;
+    const retryable =
+      reason === 'deadline' ||
+      reason === 'status' ||
+      reason === 'embedded_error' ||
+      fallback?.onConnectionError === true;
+    if (attempt.last || !fallback || !retryable) {
+      deps.answer(ctx, this.#lastFailure);
+      return;
+    }
+    deps.logger.info(
+      {
+        model: ctx.model,
+        pool: ctx.route!.key,
+        provider: attempt.provider.name,
+        attempt: attempt.number,
+        reason,
+        status,
+      },
+      'failing over to the next provider',
+    );
+    this.start(attempt.number);
   }
 }

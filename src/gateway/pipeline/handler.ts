@@ -14,7 +14,7 @@ import { RequestContext, type Traffic } from './context.js';
 import { dispatch, type DispatchDeps } from './dispatch.js';
 import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } from './errors.js';
 import { listModels } from './models.js';
-import { BODY_ABORTED, BODY_TOO_LARGE, readBody } from './read-body.js';
+import { BODY_TOO_LARGE, readBody } from './read-body.js';
 import { resolveAlias } from './resolve.js';
 import { runStrictChecks } from './strict-checks.js';
 import { planRequestReasoning } from './reasoning.js';
@@ -139,8 +139,8 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
     ctx.strictEndpoint = endpoint;
   }
 
+  // A client gone mid-body never gets here: its response's close (`finish`) ends the request.
   readBody(req, deps.options.maxBodyBytes, (body) => {
-    if (body === BODY_ABORTED) return;
     if (body === BODY_TOO_LARGE) {
       // The rest of the upload is not read: close the connection after answering.
       res.shouldKeepAlive = false;
@@ -196,7 +196,7 @@ function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal |
     if (unreasonable) return reject(ctx, unreasonable, deps);
 
     if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.model).inc();
-    void dispatch(ctx, deps.dispatch);
+    dispatch(ctx, deps.dispatch);
   } catch (error) {
     failUnexpectedly(ctx.res, deps, error);
   }

@@ -2,10 +2,8 @@ import type { IncomingMessage } from 'node:http';
 
 /** The body was larger than allowed; the rest of it is not read. */
 export const BODY_TOO_LARGE = 'too_large';
-/** The client went away before the body ended. */
-export const BODY_ABORTED = 'aborted';
 
-export type BodyResult = Buffer | typeof BODY_TOO_LARGE | typeof BODY_ABORTED;
+export type BodyResult = Buffer | typeof BODY_TOO_LARGE;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -14,9 +12,12 @@ const EMPTY = Buffer.alloc(0);
  * `maxBytes` (and at once when the declared Content-Length is already too large), so a huge upload
  * never sits in memory. `done` runs synchronously when there is nothing to read.
  *
+ * A client that goes away mid-body never gets `done` called: its response closes, which is what the
+ * caller listens to (a listener here would be one more closure held by every request for nothing).
+ *
  * A callback rather than a promise: the request path is one promise and one microtask turn
  * shorter for every request. The listeners stay attached after `done` (they do nothing then): the
- * request is over by the time they could fire again, and removing four listeners costs more.
+ * request is over by the time they could fire again, and removing them costs more.
  */
 export function readBody(req: IncomingMessage, maxBytes: number, done: (result: BodyResult) => void): void {
   const declared = req.headers['content-length'];
@@ -33,27 +34,21 @@ export function readBody(req: IncomingMessage, maxBytes: number, done: (result: 
   let first: Buffer | undefined;
   let chunks: Buffer[] | undefined;
   let size = 0;
-  let settled = false;
-  const settle = (result: BodyResult): void => {
-    if (settled) return;
-    settled = true;
-    done(result);
-  };
   req.on('data', (chunk: Buffer) => {
-    if (settled) return;
+    if (size > maxBytes) return;
     size += chunk.length;
     if (size > maxBytes) {
-      // Stop buffering; the caller answers 413 and closes the connection.
+      // Stop buffering (the rest is not read, so 'end' does not come); the caller answers 413
+      // and closes the connection.
       req.pause();
       first = chunks = undefined;
-      settle(BODY_TOO_LARGE);
+      done(BODY_TOO_LARGE);
       return;
     }
     if (first === undefined) first = chunk;
     else (chunks ??= [first]).push(chunk);
   });
-  req.on('end', () => settle(chunks === undefined ? (first ?? EMPTY) : Buffer.concat(chunks, size)));
-  // A client gone mid-body closes the request (with the error on `req.errored`); without an
-  // 'error' listener Node does not emit the error, so 'close' alone hears every abort.
-  req.on('close', () => settle(BODY_ABORTED));
+  req.on('end', () => {
+    if (size <= maxBytes) done(chunks === undefined ? (first ?? EMPTY) : Buffer.concat(chunks, size));
+  });
 }
