@@ -8,8 +8,14 @@ import type { Socket } from 'node:net';
  */
 export class ConnectionTracker {
   private readonly sockets = new Set<Socket>();
-  /** The newest response of each socket: with pipelining, earlier ones are queued before it. */
-  private readonly latestBySocket = new Map<Socket, ServerResponse>();
+  /**
+   * The newest response of each open socket (null once it closed): with pipelining, earlier ones
+   * are queued before it. An entry lives as long as its socket, so the map changes size per
+   * connection, not per request: every change of size can make V8 move the map to a new table, and
+   * a table left behind in the old generation keeps the next one, and every response it held,
+   * alive through young collections until a full one (docs/performance.md, change 29).
+   */
+  private readonly latestBySocket = new Map<Socket, ServerResponse | null>();
   private activeResponses = 0;
   private idleWaiters: (() => void)[] = [];
   private draining = false;
@@ -44,7 +50,7 @@ export class ConnectionTracker {
     this.activeResponses--;
     const socket = req.socket;
     // Forget a closed response (it would keep its request's body alive on an idle socket).
-    if (this.latestBySocket.get(socket) === res) this.latestBySocket.delete(socket);
+    if (this.latestBySocket.get(socket) === res) this.latestBySocket.set(socket, null);
     if (this.activeResponses === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
@@ -67,7 +73,7 @@ export class ConnectionTracker {
    */
   closeAfterResponses(): void {
     this.draining = true;
-    for (const res of this.latestBySocket.values()) if (!res.headersSent) res.shouldKeepAlive = false;
+    for (const res of this.latestBySocket.values()) if (res && !res.headersSent) res.shouldKeepAlive = false;
   }
 
   /** Resolves when no response is in progress. */
