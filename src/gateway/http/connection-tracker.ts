@@ -10,10 +10,10 @@ export class ConnectionTracker {
   private readonly sockets = new Set<Socket>();
   /**
    * The newest response of each open socket (null once it closed): with pipelining, earlier ones
-   * are queued before it. An entry lives as long as its socket, so the map changes size per
-   * connection, not per request: every change of size can make V8 move the map to a new table, and
-   * a table left behind in the old generation keeps the next one, and every response it held,
-   * alive through young collections until a full one (docs/performance.md, change 29).
+   * are queued before it. An entry lives as long as its socket: deleting and re-adding it per
+   * request would make V8 copy the map to a new table every few dozen requests, and a table left
+   * behind in the old generation keeps its successor, and every response they held, alive through
+   * young collections until a full one (docs/performance.md, change 29).
    */
   private readonly latestBySocket = new Map<Socket, ServerResponse | null>();
   private activeResponses = 0;
