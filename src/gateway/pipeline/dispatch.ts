@@ -69,8 +69,8 @@ export function dispatch(ctx: RequestContext, deps: DispatchDeps): void {
 /**
  * One request's way through its providers, driven by callbacks rather than an async function: while
  * its provider thinks, a request holds this object (the exchange's listener) instead of a suspended
- * frame, its promise and the head's promise with its resolve and reject functions. Every entry point
- * (`start`, the head callbacks, a later limiter or serve answer) catches what it throws.
+ * frame, its promise and the head's promise with its resolve and reject functions. Every way in
+ * (`dispatch`, the head callbacks, a later limiter or serve answer) catches what it throws.
  */
 class Dispatch implements HeadListener {
   readonly #ctx: RequestContext;
