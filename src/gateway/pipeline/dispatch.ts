@@ -82,7 +82,6 @@ class Dispatch implements HeadListener {
   readonly #deadline: number | undefined;
   /** The attempt in progress. */
   #attempt: Attempt | undefined;
-  #lastFailure: GatewayError | undefined;
 
   constructor(ctx: RequestContext, deps: DispatchDeps) {
     this.#ctx = ctx;
@@ -97,12 +96,11 @@ class Dispatch implements HeadListener {
     this.#deadline = ctx.json?.stream === true ? fallback?.firstTokenTimeoutMs : undefined;
   }
 
-  /** Tries the provider at `index` (its own limits first), or answers when none is left. */
+  /**
+   * Tries the provider at `index` (its own limits first). Only ever called with an attempt left: a
+   * route has at least one provider, and a failed attempt answers instead when it was the last.
+   */
   start(index: number): void {
-    if (index >= this.#attempts) {
-      this.#deps.answer(this.#ctx, this.#lastFailure ?? gatewayErrors.upstreamUnavailable());
-      return;
-    }
     const provider = this.#order[index]!;
     if (provider.rateLimit === undefined && provider.concurrencyLimit === undefined) {
       this.#send(index, undefined);
@@ -119,12 +117,12 @@ class Dispatch implements HeadListener {
         try {
           this.#limitsTaken(index, grants, refusal);
         } catch (error) {
-          this.#deps.failUnexpectedly(this.#ctx, error);
+          this.#failUnexpectedly(error);
         }
       },
       (error: unknown) => {
         grants.release();
-        this.#deps.failUnexpectedly(this.#ctx, error);
+        this.#failUnexpectedly(error);
       },
     );
   }
@@ -177,7 +175,7 @@ class Dispatch implements HeadListener {
       setAttemptStatus(attempt.span, response.statusCode);
       this.#serve(attempt, response);
     } catch (error) {
-      this.#deps.failUnexpectedly(this.#ctx, error);
+      this.#failUnexpectedly(error);
     }
   }
 
@@ -186,7 +184,7 @@ class Dispatch implements HeadListener {
     try {
       this.#notSent(attempt, sendFailed(attempt, error));
     } catch (unexpected) {
-      this.#deps.failUnexpectedly(this.#ctx, unexpected);
+      this.#failUnexpectedly(unexpected);
     }
   }
 
@@ -244,12 +242,12 @@ class Dispatch implements HeadListener {
         try {
           this.#served(attempt, outcome);
         } catch (error) {
-          this.#deps.failUnexpectedly(this.#ctx, error);
+          this.#failUnexpectedly(error);
         }
       },
       (error: unknown) => {
         attempt.release();
-        this.#deps.failUnexpectedly(this.#ctx, error);
+        this.#failUnexpectedly(error);
       },
     );
   }
@@ -271,8 +269,6 @@ class Dispatch implements HeadListener {
     attempt.release();
     countAttempt(ctx, deps, attempt.provider, reason);
     if (ctx.isClosed) return;
-    this.#lastFailure =
-      reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable();
 
     const fallback = ctx.route!.fallback;
     const retryable =
@@ -281,7 +277,10 @@ class Dispatch implements HeadListener {
       reason === 'embedded_error' ||
       fallback?.onConnectionError === true;
     if (attempt.last || !fallback || !retryable) {
-      deps.answer(ctx, this.#lastFailure);
+      deps.answer(
+        ctx,
+        reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable(),
+      );
       return;
     }
     deps.logger.info(
@@ -296,5 +295,10 @@ class Dispatch implements HeadListener {
       'failing over to the next provider',
     );
     this.start(attempt.number);
+  }
+
+  /** A bug on the request path: logged, and the client gets a 500 (or a cut response). */
+  #failUnexpectedly(error: unknown): void {
+    this.#deps.failUnexpectedly(this.#ctx, error);
   }
 }
