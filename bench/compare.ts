@@ -3,12 +3,17 @@
  * before/after measurements of a change:
  *
  *   node bench/compare.ts --variant 'name=before;proxy=plain;bin=/tmp/before/bin/gateway.js' \
- *                         --variant 'name=after;proxy=plain' [--load closed|open|stream]
+ *                         --variant 'name=after;proxy=plain' [--load closed|open|stream|paced]
  *                         [--rounds 5] [--seconds 8] [--warmup 3]
+ *
+ * Loads: `closed` (32 connections), `open` (1,000 requests/s), `stream` (32 clients streaming
+ * unpaced completions back to back), `paced` (100 streams/s, each paced 10 ms per event, as the
+ * paced-stream rows of bench/run.ts; latency is time to first byte).
  *
  * A variant is `;`-separated `key=value` pairs:
  * - `name`: its label (required);
- * - `proxy`: `floor` or a gateway configuration (`plain`, `limits`, `pool`, `strict`);
+ * - `proxy`: `direct` (the upstream itself), `floor` or a gateway configuration (`plain`, `limits`,
+ *   `pool`, `strict`);
  * - `bin`: another gateway build's `bin/gateway.js` (a `git worktree` of the earlier commit, built,
  *   with a `node_modules` symlink to this checkout's);
  * - `node`: node flags for the proxy process (space-separated, e.g. `--max-semi-space-size=8`;
@@ -16,13 +21,15 @@
  *   defaults);
  * - `args`: extra program arguments (e.g. the floor's `--abort-on-close always`).
  *
- * Prints per variant: median rate, latency percentiles, proxy CPU per 10k requests, peak RSS, and
- * the median over rounds of its rate relative to the first variant in the same round.
+ * Prints per variant: median rate, latency percentiles, proxy CPU per 10k requests, peak RSS, the
+ * median over rounds of its rate relative to the first variant in the same round, and the median
+ * over rounds of its p50 latency minus the first variant's in the same round (with `direct` first,
+ * the added latency of each proxy).
  */
 import { parseArgs } from 'node:util';
 import { closedLoop } from './drivers/closed-loop.ts';
 import { openLoop } from './drivers/open-loop.ts';
-import { closedLoopStreams } from './drivers/streaming.ts';
+import { closedLoopStreams, openLoopStreams, type StreamRunResult } from './drivers/streaming.ts';
 import { BENCH_TOKEN, GATEWAY_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
 import { STREAM_CHUNKS } from './support/payloads.ts';
 import { fmt, machine, renderMachine } from './support/report.ts';
@@ -41,7 +48,7 @@ exitWithUsageIfAsked(import.meta.url);
 
 interface Variant {
   name: string;
-  proxy: 'floor' | GatewayKind;
+  proxy: 'direct' | 'floor' | GatewayKind;
   bin: string | undefined;
   nodeArgs: string[];
   args: string[];
@@ -57,7 +64,8 @@ function parseVariant(text: string): Variant {
   const name = fields.get('name');
   const proxy = (fields.get('proxy') ?? 'plain') as Variant['proxy'];
   if (!name) throw new Error(`variant without a name: ${text}`);
-  if (proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
+  if (proxy !== 'direct' && proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy))
+    throw new Error(`unknown proxy ${proxy}`);
   const words = (key: string): string[] =>
     fields
       .get(key)
@@ -88,19 +96,23 @@ const { values } = parseArgs({
 const variants = (values.variant ?? []).map(parseVariant);
 if (variants.length < 2) throw new Error('give at least two --variant');
 const load = values.load;
-if (load !== 'closed' && load !== 'open' && load !== 'stream') throw new Error(`unknown load ${load}`);
+if (load !== 'closed' && load !== 'open' && load !== 'stream' && load !== 'paced') {
+  throw new Error(`unknown load ${load}`);
+}
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
 
 const upstream = await startUpstream(2);
-const running: (RunningProxy & { stop(): Promise<void> })[] = [];
+const running = new Map<string, RunningProxy & { stop(): Promise<void> }>();
 try {
   for (const variant of variants) {
+    if (variant.proxy === 'direct') continue;
     if (variant.proxy === 'floor') {
       const floor = await startFloor(upstream.ports[0]!, { nodeArgs: variant.nodeArgs, args: variant.args });
-      running.push({ ...floor, stop: () => floor.service.stop() });
+      running.set(variant.name, { ...floor, stop: () => floor.service.stop() });
     } else {
-      running.push(
+      running.set(
+        variant.name,
         await startGateway(`gateway-${variant.name}`, gatewayConfig(variant.proxy, upstream.ports), {
           nodeArgs: variant.nodeArgs,
           args: variant.args,
@@ -109,12 +121,15 @@ try {
       );
     }
   }
-  const targets = variants.map((variant, i): Target => ({
-    name: variant.name,
-    origin: running[i]!.origin,
-    pid: running[i]!.service.pid,
-    headers: variant.proxy === 'limits' ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
-  }));
+  const targets = variants.map((variant): Target => {
+    const proxy = running.get(variant.name);
+    return {
+      name: variant.name,
+      origin: proxy?.origin ?? `http://127.0.0.1:${upstream.ports[0]!}`,
+      pid: proxy?.service.pid,
+      headers: variant.proxy === 'limits' ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
+    };
+  });
 
   const measure = async (target: Target, durationSeconds: number): Promise<Window> => {
     const pid = upstream.service.pid;
@@ -128,11 +143,15 @@ try {
       const rate = r.ok / r.durationSeconds;
       return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
     }
-    const r = await closedLoopStreams(target, pid, {
-      concurrency: 32,
-      durationSeconds,
-      chunks: STREAM_CHUNKS,
-    });
+    const r: StreamRunResult =
+      load === 'stream'
+        ? await closedLoopStreams(target, pid, { concurrency: 32, durationSeconds, chunks: STREAM_CHUNKS })
+        : await openLoopStreams(target, pid, {
+            ratePerSecond: 100,
+            durationSeconds,
+            chunks: STREAM_CHUNKS,
+            intervalMs: 10,
+          });
     const ok = r.streams - r.incomplete;
     return {
       rate: ok / r.durationSeconds,
@@ -155,28 +174,32 @@ try {
   }
 
   const baseline = windows.get(variants[0]!.name)!;
-  const unit = load === 'stream' ? 'streams/s' : 'req/s';
+  const unit = load === 'stream' || load === 'paced' ? 'streams/s' : 'req/s';
   const lines = [
     `${load} load, ${rounds} rounds x ${seconds} s, alternating; ${renderMachine(machine())}`,
     '',
-    `| variant | ${unit} | × ${variants[0]!.name} | p50 ms | p99 ms | CPU s / 10k | peak RSS MB | failed | other load |`,
-    '|---|---|---|---|---|---|---|---|---|',
+    `| variant | ${unit} | × ${variants[0]!.name} | p50 ms | p50 − ${variants[0]!.name} ms | p99 ms | ` +
+      'CPU s / 10k | peak RSS MB | failed | other load |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const variant of variants) {
     const runs = windows.get(variant.name)!;
     const latency = new Samples();
     for (const run of runs) latency.addAll(run.latency);
     const ratio = median(runs.map((run, i) => run.rate / baseline[i]!.rate));
+    const added = median(
+      runs.map((run, i) => run.latency.percentile(50) - baseline[i]!.latency.percentile(50)),
+    );
     const cpu = (sum(runs.map((r) => r.cpu.proxy)) / sum(runs.map((r) => r.count))) * 1e4;
     const others = Math.max(...runs.map((r) => r.cpu.others / r.cpu.seconds));
     lines.push(
       `| ${variant.name} | ${fmt(median(runs.map((r) => r.rate)), 0)} | ${fmt(ratio)} | ${fmt(latency.percentile(50))} | ` +
-        `${fmt(latency.percentile(99))} | ${fmt(cpu)} | ${fmt(Math.max(...runs.map((r) => r.peakRss)), 0)} | ` +
+        `${fmt(added)} | ${fmt(latency.percentile(99))} | ${fmt(cpu)} | ${fmt(Math.max(...runs.map((r) => r.peakRss)), 0)} | ` +
         `${sum(runs.map((r) => r.failed))} | ${fmt(others)} |`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
-  await Promise.all(running.map((proxy) => proxy.stop()));
+  await Promise.all([...running.values()].map((proxy) => proxy.stop()));
   await upstream.service.stop();
 }

@@ -8,7 +8,7 @@ import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { ROOT } from '../helpers/process.js';
 import { OK_COMPLETION, jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { startSim } from '../helpers/sim.js';
-import { latency, postJson, scrape, simCapacity, simModels, sumOf, waitFor } from './support.js';
+import { latency, postJson, rawExchange, scrape, simCapacity, simModels, sumOf, waitFor } from './support.js';
 
 /**
  * Regressions found by the reliability suites: each case once failed, and each fix is asserted here
@@ -267,4 +267,53 @@ describe('an event stream head leaves the gateway at the commit point', () => {
       stalling.close();
     }
   });
+
+  // When the first event arrives with the head, the head is not flushed on its own: it leaves in the
+  // same write as that event. Whichever way it leaves, a provider that then stalls must not keep
+  // the event (or the head) from the client, passed through or re-emitted by strict mode.
+  it.each([
+    ['passed through', {}],
+    ['re-emitted by strict mode', { strict_mode: true }],
+  ])(
+    'the first event sent with the head reaches the client though the provider stalls (%s)',
+    async (_, mode) => {
+      const { createServer } = await import('node:net');
+      const frame =
+        'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",' +
+        '"choices":[{"index":0,"delta":{"role":"assistant","content":"first-token"},"finish_reason":null}]}\n\n';
+      const stalling = createServer((socket) => {
+        socket.on('error', () => {});
+        socket.once('data', () =>
+          socket.write(
+            'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n' +
+              `${Buffer.byteLength(frame).toString(16)}\r\n${frame}\r\n`,
+          ),
+        );
+      });
+      await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+      try {
+        const address = stalling.address();
+        const port = typeof address === 'object' && address ? address.port : 0;
+        const g = await gateway({ ...mode, targets: { s: { url: `http://127.0.0.1:${port}` } } });
+        const body = JSON.stringify({
+          model: 's',
+          messages: [{ role: 'user', content: 'hi' }],
+          stream: true,
+        });
+        const got = await rawExchange(
+          g.port,
+          [
+            `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+              `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          ],
+          { timeoutMs: 3_000, untilText: 'first-token' },
+        );
+        expect(got.text).toMatch(/^HTTP\/1\.1 200 /);
+        expect(got.text).toContain('first-token');
+        expect(got.hung, 'the first event never reached the client').toBe(false);
+      } finally {
+        stalling.close();
+      }
+    },
+  );
 });

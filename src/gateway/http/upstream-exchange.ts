@@ -24,6 +24,14 @@ export class UpstreamResponse {
     this.headers = headers;
   }
 
+  /**
+   * Body bytes (or the body's end) arrived with the head and wait to be taken: whoever takes the
+   * body now writes something at once.
+   */
+  get bodyArrived(): boolean {
+    return this.#exchange.bodyArrived;
+  }
+
   /** The body as a stream (created on first use). */
   get body(): Readable {
     return this.#exchange.bodyStream();
@@ -78,6 +86,10 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #earlyBytes = 0;
   /** The body ended (true) or failed (an error) before the reader chose. */
   #earlyEnd: true | Error | undefined;
+
+  get bodyArrived(): boolean {
+    return this.#early.length > 0 || this.#earlyEnd !== undefined;
+  }
   #body: UpstreamBody | undefined;
   #sink: ServerResponse | undefined;
   #onSinkFailure: ForwardFailure | undefined;

@@ -70,8 +70,12 @@ export function passThrough(
   const { res } = ctx;
   res.writeHead(response.statusCode, headersFor(attempt, response.headers, false));
   // An event stream's head goes out at once: the client learns the answer started even if the
-  // provider then stalls (and the request is not counted as served with nothing sent).
-  if (prefix.length === 0 && isEventStream(response.headers['content-type'])) res.flushHeaders();
+  // provider then stalls (and the request is not counted as served with nothing sent). When body
+  // bytes are already here, they are written in this tick and carry the head in the same write
+  // (one packet: the client's first byte is not held behind a separate head).
+  if (prefix.length === 0 && !response.bodyArrived && isEventStream(response.headers['content-type'])) {
+    res.flushHeaders();
+  }
   for (const chunk of prefix) res.write(chunk);
   const bodyFailed = (error: Error): void => {
     if (ctx.isClosed) return;
@@ -102,17 +106,23 @@ function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error,
   );
 }
 
-/** Starts a re-emitted (sanitized) event stream. */
-export function writeTransformedStreamHead(
+/**
+ * Starts a re-emitted (sanitized) event stream with the output held up to its commit point. That
+ * output carries the head in the same write (one packet for the client's first byte); with none,
+ * the head is flushed on its own, so the client learns the answer started.
+ */
+export function startTransformedStream(
   ctx: RequestContext,
   attempt: Attempt,
   status: number,
   upstream: UpstreamHeaders,
+  held: string,
 ): void {
   const headers = headersFor(attempt, upstream, true);
   headers['content-type'] = 'text/event-stream; charset=utf-8';
   ctx.res.writeHead(status, headers);
-  ctx.res.flushHeaders();
+  if (held.length > 0) ctx.res.write(held);
+  else ctx.res.flushHeaders();
 }
 
 function isEventStream(contentType: string | string[] | undefined): boolean {

@@ -21,7 +21,7 @@ import {
   logAndDropErrorBody,
   passThrough,
   pumpTransformed,
-  writeTransformedStreamHead,
+  startTransformedStream,
   type CommitDeps,
 } from './commit.js';
 import type { RequestContext } from './context.js';
@@ -362,8 +362,7 @@ async function serveTransformedStream(
     return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
   }
   attempt.cancelDeadline();
-  writeTransformedStreamHead(ctx, attempt, response.statusCode, response.headers);
-  if (held.length > 0) ctx.res.write(held);
+  startTransformedStream(ctx, attempt, response.statusCode, response.headers, held);
 
   if (stop.kind === 'ended') {
     // The upstream finished before (or right at) the first frame: apply the end rules.
