@@ -48,7 +48,7 @@ async function setup() {
   };
 }
 
-function openStream(port: number): Promise<{ ended: Promise<string> }> {
+function openStream(port: number): Promise<{ ended: Promise<string>; close(): void }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path: '/', method: 'GET' }, (res) => {
       const ended = new Promise<string>((done) => {
@@ -57,11 +57,19 @@ function openStream(port: number): Promise<{ ended: Promise<string> }> {
         res.on('error', (e) => done(`error: ${e.message}`));
         res.on('aborted', () => done('aborted'));
       });
-      resolve({ ended });
+      resolve({ ended, close: () => req.destroy() });
     });
     req.on('error', reject);
     req.end();
   });
+}
+
+/** Polls `condition` every 10 ms for up to 2 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let waited = 0; !condition(); waited += 10) {
+    if (waited >= 2_000) throw new Error(`condition not met within 2 s: ${condition.toString()}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 describe('runShutdown', () => {
@@ -86,6 +94,35 @@ describe('runShutdown', () => {
     expect(metricValue(await s.metrics.render(), 'gateway_shutdown_forced_connections_total')).toBe(2);
     for (const stream of streams) expect(await stream.ended).not.toBe('end');
     expect(s.lifecycle.phase).toBe('stopped');
+  });
+
+  it('forgets the connections that closed, whichever order they close in, and cuts the rest', async () => {
+    const s = await setup();
+    const streams = await Promise.all(Array.from({ length: 5 }, () => openStream(s.port)));
+    await until(() => s.tracker.openSockets === 5);
+    // The first closes (the last one takes its place in the tracker), then that moved one.
+    streams[0]!.close();
+    await until(() => s.tracker.openSockets === 4);
+    streams[4]!.close();
+    await until(() => s.tracker.openSockets === 3);
+    const code = await runShutdown(
+      {
+        lifecycle: s.lifecycle,
+        logger,
+        metrics: s.metrics,
+        proxyServer: s.proxyServer,
+        proxyConnections: s.tracker,
+        adminServer: s.adminServer,
+        delaySecs: 0,
+        timeoutSecs: 0.3,
+        finalizers: [],
+      },
+      'test',
+    );
+    expect(code).toBe(1);
+    expect(metricValue(await s.metrics.render(), 'gateway_shutdown_forced_connections_total')).toBe(3);
+    for (const stream of streams.slice(1, 4)) expect(await stream.ended).not.toBe('end');
+    await until(() => s.tracker.openSockets === 0);
   });
 
   it('returns 0 when nothing is in flight and runs finalizers before closing the admin server', async () => {

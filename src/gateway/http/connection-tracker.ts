@@ -1,56 +1,80 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
+/** What the tracker knows of one open socket; the socket carries it under `TRACKED`. */
+interface TrackedSocket {
+  readonly socket: Socket;
+  /** Position in the tracker's list of open sockets. */
+  index: number;
+  /**
+   * The socket's newest response, null once it closed: with pipelining, earlier ones are queued
+   * before it.
+   */
+  latest: ServerResponse | null;
+}
+
+const TRACKED = Symbol('gateway.trackedSocket');
+type WatchedSocket = Socket & { [TRACKED]?: TrackedSocket };
+
 /**
  * Tracks what the drain must wait for: responses that have started and not yet closed. Sockets are
  * tracked too so the drain deadline can cut them and count them. The request handler reports each
  * response opening and closing (its own `close` listener does both jobs: one listener per response).
+ *
+ * Neither sockets nor responses are kept in a Set or a Map. V8's hash tables are rebuilt every few
+ * dozen deletions, and the table left behind keeps its entries and a link to its successor; once
+ * such a table has been promoted to the old generation, young collections keep every successor
+ * alive with everything it held, until a full collection (docs/performance.md, changes 29 and 31).
+ * A connection per request would delete an entry per request. Here each socket carries its own
+ * record, and the list of open sockets is an array with O(1) removal (the last record takes the
+ * removed one's place), which keeps nothing that closed.
  */
 export class ConnectionTracker {
-  private readonly sockets = new Set<Socket>();
-  /**
-   * The newest response of each open socket (null once it closed): with pipelining, earlier ones
-   * are queued before it. An entry lives as long as its socket: deleting and re-adding it per
-   * request would make V8 copy the map to a new table every few dozen requests, and a table left
-   * behind in the old generation keeps its successor, and every response they held, alive through
-   * young collections until a full one (docs/performance.md, change 29).
-   */
-  private readonly latestBySocket = new Map<Socket, ServerResponse | null>();
+  private readonly open: TrackedSocket[] = [];
   private activeResponses = 0;
   private idleWaiters: (() => void)[] = [];
   private draining = false;
 
   /** Tracks the sockets `server` accepts. */
   watch(server: Server): void {
-    server.on('connection', (socket: Socket) => {
-      this.sockets.add(socket);
-      socket.once('close', () => {
-        this.sockets.delete(socket);
-        this.latestBySocket.delete(socket);
-      });
+    server.on('connection', (socket: WatchedSocket) => {
+      const record: TrackedSocket = { socket, index: this.open.length, latest: null };
+      this.open.push(record);
+      socket[TRACKED] = record;
+      socket.once('close', () => this.forget(record));
     });
+  }
+
+  private forget(record: TrackedSocket): void {
+    const last = this.open.pop()!;
+    if (last !== record) {
+      last.index = record.index;
+      this.open[record.index] = last;
+    }
+    record.latest = null;
   }
 
   /** Call once per request, before any await: the response counts until `closed`. */
   opened(req: IncomingMessage, res: ServerResponse): void {
     this.activeResponses++;
-    const socket = req.socket;
+    const record = (req.socket as WatchedSocket)[TRACKED];
+    if (record === undefined) return;
     if (this.draining) {
       // A request pipelined behind a response already marked to close: keep the socket open for
       // it, and let this newest response carry `Connection: close` instead.
-      const previous = this.latestBySocket.get(socket);
+      const previous = record.latest;
       if (previous && !previous.headersSent) previous.shouldKeepAlive = true;
       res.shouldKeepAlive = false;
     }
-    this.latestBySocket.set(socket, res);
+    record.latest = res;
   }
 
   /** Call once per request, when its response emits `close` (finished or abandoned). */
   closed(req: IncomingMessage, res: ServerResponse): void {
     this.activeResponses--;
-    const socket = req.socket;
+    const record = (req.socket as WatchedSocket)[TRACKED];
     // Forget a closed response (it would keep its request's body alive on an idle socket).
-    if (this.latestBySocket.get(socket) === res) this.latestBySocket.set(socket, null);
+    if (record !== undefined && record.latest === res) record.latest = null;
     if (this.activeResponses === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
@@ -63,7 +87,7 @@ export class ConnectionTracker {
   }
 
   get openSockets(): number {
-    return this.sockets.size;
+    return this.open.length;
   }
 
   /**
@@ -73,7 +97,7 @@ export class ConnectionTracker {
    */
   closeAfterResponses(): void {
     this.draining = true;
-    for (const res of this.latestBySocket.values()) if (res && !res.headersSent) res.shouldKeepAlive = false;
+    for (const { latest } of this.open) if (latest && !latest.headersSent) latest.shouldKeepAlive = false;
   }
 
   /** Resolves when no response is in progress. */
@@ -85,7 +109,8 @@ export class ConnectionTracker {
   /** Destroys every socket still open; returns how many were cut. */
   destroyAll(): number {
     let cut = 0;
-    for (const socket of this.sockets) {
+    // Copied first: a destroyed socket leaves the list (its 'close' may come later, or at once).
+    for (const { socket } of [...this.open]) {
       if (!socket.destroyed) {
         cut++;
         socket.destroy();
