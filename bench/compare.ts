@@ -3,12 +3,13 @@
  * before/after measurements of a change:
  *
  *   node bench/compare.ts --variant 'name=before;proxy=plain;bin=/tmp/before/bin/gateway.js' \
- *                         --variant 'name=after;proxy=plain' [--load closed|open|stream|paced]
+ *                         --variant 'name=after;proxy=plain' [--load closed|open|stream|paced|connections]
  *                         [--rounds 5] [--seconds 8] [--warmup 3]
  *
  * Loads: `closed` (32 connections), `open` (1,000 requests/s), `stream` (32 clients streaming
  * unpaced completions back to back), `paced` (100 streams/s, each paced 10 ms per event, as the
- * paced-stream rows of bench/run.ts; latency is time to first byte).
+ * paced-stream rows of bench/run.ts; latency is time to first byte), `connections` (16 clients, each
+ * request on a new connection, as clients without keep-alive send them).
  *
  * A variant is `;`-separated `key=value` pairs:
  * - `name`: its label (required);
@@ -28,6 +29,7 @@
  */
 import { parseArgs } from 'node:util';
 import { closedLoop } from './drivers/closed-loop.ts';
+import { connectionPerRequest } from './drivers/connection-per-request.ts';
 import { openLoop } from './drivers/open-loop.ts';
 import { closedLoopStreams, openLoopStreams, type StreamRunResult } from './drivers/streaming.ts';
 import { BENCH_TOKEN, GATEWAY_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
@@ -96,7 +98,7 @@ const { values } = parseArgs({
 const variants = (values.variant ?? []).map(parseVariant);
 if (variants.length < 2) throw new Error('give at least two --variant');
 const load = values.load;
-if (load !== 'closed' && load !== 'open' && load !== 'stream' && load !== 'paced') {
+if (!['closed', 'open', 'stream', 'paced', 'connections'].includes(load)) {
   throw new Error(`unknown load ${load}`);
 }
 const rounds = Number(values.rounds);
@@ -135,6 +137,11 @@ try {
     const pid = upstream.service.pid;
     if (load === 'closed') {
       const r = await closedLoop(target, pid, { connections: 32, durationSeconds });
+      const rate = r.ok / r.durationSeconds;
+      return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
+    }
+    if (load === 'connections') {
+      const r = await connectionPerRequest(target, pid, { clients: 16, durationSeconds });
       const rate = r.ok / r.durationSeconds;
       return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
     }

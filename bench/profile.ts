@@ -3,7 +3,7 @@
  * `--cpu-prof`, warms it up, drives it, stops it (SIGTERM, so the profile is written) and prints
  * the aggregated profile (bench/analyze-profile.ts).
  *
- *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|reload]
+ *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|reload|connections]
  *                         [--seconds 20] [--warmup 5] [--out DIR] [--top 30] [--proxy-node-args="..."]
  *                         [--mode cpu|gc|alloc] [--gc-log FILE] [--bin PATH]
  *
@@ -23,6 +23,8 @@
  *
  * `--load reload` profiles a gateway with 1,000 aliases under 1,000 req/s open loop while its
  * config file is rewritten every second (the reload row), and prints the latency it saw.
+ * `--load connections` drives 16 clients that open a new connection for every request (clients
+ * without keep-alive): with `--mode gc`, what per-connection state costs the young generation.
  *
  * `--bin PATH` profiles another build's gateway (its `bin/gateway.js`), e.g. a worktree of an
  * earlier commit, for before/after figures.
@@ -41,6 +43,7 @@ import { parseArgs } from 'node:util';
 import { renderSummary, summarize, type CpuProfile } from './analyze-profile.ts';
 import { renderAllocations, summarizeAllocations, type HeapProfile } from './analyze-allocations.ts';
 import { closedLoop } from './drivers/closed-loop.ts';
+import { connectionPerRequest } from './drivers/connection-per-request.ts';
 import { openLoop } from './drivers/open-loop.ts';
 import { closedLoopStreams } from './drivers/streaming.ts';
 import { reloadWindow } from './scenarios/reload.ts';
@@ -115,7 +118,7 @@ function onGcLine(line: string): void {
 const proxy = values.proxy as GatewayKind | 'floor';
 if (proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
 const load = values.load;
-if (load !== 'closed' && load !== 'open' && load !== 'stream' && load !== 'reload')
+if (!['closed', 'open', 'stream', 'reload', 'connections'].includes(load ?? ''))
   throw new Error(`unknown load ${load}`);
 if (load === 'reload' && proxy !== 'plain') throw new Error('--load reload profiles the plain gateway');
 const outDir = values.out ?? join(tmpdir(), `gateway-profile-${Date.now()}`);
@@ -180,6 +183,14 @@ try {
       served += r.ok + r.failed;
       const l = r.latency;
       return `${(r.ok / r.durationSeconds).toFixed(0)} req/s, ${r.failed} failed; latency p50/p99/p99.9/max ${l.percentile(50).toFixed(2)}/${l.percentile(99).toFixed(2)}/${l.percentile(99.9).toFixed(2)}/${l.max.toFixed(2)} ms; send lag p99 ${r.lag.percentile(99).toFixed(2)} ms`;
+    }
+    if (load === 'connections') {
+      const r = await connectionPerRequest(target, upstream.service.pid, {
+        clients: 16,
+        durationSeconds: seconds,
+      });
+      served += r.ok + r.failed;
+      return `${(r.ok / r.durationSeconds).toFixed(0)} req/s on a connection each, ${r.failed} failed, proxy ${(r.cpu.proxy / r.cpu.seconds).toFixed(2)} cores`;
     }
     if (load === 'closed') {
       const r = await closedLoop(target, upstream.service.pid, {
