@@ -1,17 +1,11 @@
 import { request } from 'node:http';
 import { ALIAS, CHAT_PATH, chatRequestBody } from '../support/payloads.ts';
 import { Samples } from '../support/stats.ts';
-import { startWindow, type CpuWindow, type Target } from '../support/target.ts';
+import { startWindow, type Target } from '../support/target.ts';
+import type { ClosedLoopResult } from './closed-loop.ts';
 
-export interface ConnectionPerRequestResult {
-  ok: number;
-  failed: number;
-  durationSeconds: number;
-  /** Send to end of body, ms (the connection's setup included). */
-  latency: Samples;
-  cpu: CpuWindow;
-  peakRss: number;
-}
+/** The closed loop's measures: 2xx count, the rest, latency (here with each connection's setup). */
+export type ConnectionPerRequestResult = ClosedLoopResult;
 
 const BODY = chatRequestBody(ALIAS, false);
 

@@ -72,24 +72,33 @@ async function until(condition: () => boolean): Promise<void> {
   }
 }
 
+/** Runs the shutdown with no delay and a drain deadline of `timeoutSecs`. */
+function shutdownWithin(
+  s: Awaited<ReturnType<typeof setup>>,
+  timeoutSecs: number,
+  finalizers: (() => Promise<void>)[] = [],
+): Promise<number> {
+  return runShutdown(
+    {
+      lifecycle: s.lifecycle,
+      logger,
+      metrics: s.metrics,
+      proxyServer: s.proxyServer,
+      proxyConnections: s.tracker,
+      adminServer: s.adminServer,
+      delaySecs: 0,
+      timeoutSecs,
+      finalizers,
+    },
+    'test',
+  );
+}
+
 describe('runShutdown', () => {
   it('counts every connection cut at the drain deadline and returns a failing exit code', async () => {
     const s = await setup();
     const streams = await Promise.all([openStream(s.port), openStream(s.port)]);
-    const code = await runShutdown(
-      {
-        lifecycle: s.lifecycle,
-        logger,
-        metrics: s.metrics,
-        proxyServer: s.proxyServer,
-        proxyConnections: s.tracker,
-        adminServer: s.adminServer,
-        delaySecs: 0,
-        timeoutSecs: 0.3,
-        finalizers: [],
-      },
-      'test',
-    );
+    const code = await shutdownWithin(s, 0.3);
     expect(code).toBe(1);
     expect(metricValue(await s.metrics.render(), 'gateway_shutdown_forced_connections_total')).toBe(2);
     for (const stream of streams) expect(await stream.ended).not.toBe('end');
@@ -105,20 +114,7 @@ describe('runShutdown', () => {
     await until(() => s.tracker.openSockets === 4);
     streams[4]!.close();
     await until(() => s.tracker.openSockets === 3);
-    const code = await runShutdown(
-      {
-        lifecycle: s.lifecycle,
-        logger,
-        metrics: s.metrics,
-        proxyServer: s.proxyServer,
-        proxyConnections: s.tracker,
-        adminServer: s.adminServer,
-        delaySecs: 0,
-        timeoutSecs: 0.3,
-        finalizers: [],
-      },
-      'test',
-    );
+    const code = await shutdownWithin(s, 0.3);
     expect(code).toBe(1);
     expect(metricValue(await s.metrics.render(), 'gateway_shutdown_forced_connections_total')).toBe(3);
     for (const stream of streams.slice(1, 4)) expect(await stream.ended).not.toBe('end');
@@ -129,20 +125,7 @@ describe('runShutdown', () => {
     const s = await setup();
     const order: string[] = [];
     s.adminServer.on('close', () => order.push('admin closed'));
-    const code = await runShutdown(
-      {
-        lifecycle: s.lifecycle,
-        logger,
-        metrics: s.metrics,
-        proxyServer: s.proxyServer,
-        proxyConnections: s.tracker,
-        adminServer: s.adminServer,
-        delaySecs: 0,
-        timeoutSecs: 5,
-        finalizers: [async () => void order.push('finalizer')],
-      },
-      'test',
-    );
+    const code = await shutdownWithin(s, 5, [async () => void order.push('finalizer')]);
     expect(code).toBe(0);
     expect(order).toEqual(['finalizer', 'admin closed']);
     expect(metricValue(await s.metrics.render(), 'gateway_shutdown_forced_connections_total')).toBe(0);
