@@ -28,7 +28,7 @@
  * the added latency of each proxy).
  */
 import { parseArgs } from 'node:util';
-import { closedLoop } from './drivers/closed-loop.ts';
+import { closedLoop, type ClosedLoopResult } from './drivers/closed-loop.ts';
 import { connectionPerRequest } from './drivers/connection-per-request.ts';
 import { openLoop } from './drivers/open-loop.ts';
 import { closedLoopStreams, openLoopStreams, type StreamRunResult } from './drivers/streaming.ts';
@@ -86,6 +86,12 @@ interface Window {
   failed: number;
 }
 
+/** A window of a request load (closed, open, a connection per request). */
+function requestWindow(r: ClosedLoopResult): Window {
+  const rate = r.ok / r.durationSeconds;
+  return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
+}
+
 const { values } = parseArgs({
   options: {
     variant: { type: 'string', multiple: true },
@@ -135,21 +141,13 @@ try {
 
   const measure = async (target: Target, durationSeconds: number): Promise<Window> => {
     const pid = upstream.service.pid;
-    if (load === 'closed') {
-      const r = await closedLoop(target, pid, { connections: 32, durationSeconds });
-      const rate = r.ok / r.durationSeconds;
-      return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
-    }
+    if (load === 'closed')
+      return requestWindow(await closedLoop(target, pid, { connections: 32, durationSeconds }));
     if (load === 'connections') {
-      const r = await connectionPerRequest(target, pid, { clients: 16, durationSeconds });
-      const rate = r.ok / r.durationSeconds;
-      return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
+      return requestWindow(await connectionPerRequest(target, pid, { clients: 16, durationSeconds }));
     }
-    if (load === 'open') {
-      const r = await openLoop(target, pid, { ratePerSecond: 1000, durationSeconds });
-      const rate = r.ok / r.durationSeconds;
-      return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
-    }
+    if (load === 'open')
+      return requestWindow(await openLoop(target, pid, { ratePerSecond: 1000, durationSeconds }));
     const r: StreamRunResult =
       load === 'stream'
         ? await closedLoopStreams(target, pid, { concurrency: 32, durationSeconds, chunks: STREAM_CHUNKS })

@@ -4,9 +4,6 @@ import { Samples } from '../support/stats.ts';
 import { startWindow, type Target } from '../support/target.ts';
 import type { ClosedLoopResult } from './closed-loop.ts';
 
-/** The closed loop's measures: 2xx count, the rest, latency (here with each connection's setup). */
-export type ConnectionPerRequestResult = ClosedLoopResult;
-
 const BODY = chatRequestBody(ALIAS, false);
 
 /** One request on a connection of its own (`Connection: close`, no agent); resolves with its status. */
@@ -38,7 +35,8 @@ function once(origin: URL, target: Target): Promise<number> {
 }
 
 /**
- * Closed loop of `clients` clients that open a new connection for every request, as clients
+ * Closed loop of `clients` clients that open a new connection for every request (latency includes
+ * each connection's setup), as clients
  * without keep-alive do: each connection's setup and teardown is per request here, which the
  * keep-alive loads never exercise (per-connection state, the server's accept path).
  */
@@ -46,7 +44,7 @@ export async function connectionPerRequest(
   target: Target,
   upstreamPid: number,
   options: { clients: number; durationSeconds: number },
-): Promise<ConnectionPerRequestResult> {
+): Promise<ClosedLoopResult> {
   const origin = new URL(target.origin);
   const latency = new Samples();
   let ok = 0;

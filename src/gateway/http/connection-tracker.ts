@@ -58,15 +58,14 @@ export class ConnectionTracker {
   opened(req: IncomingMessage, res: ServerResponse): void {
     this.activeResponses++;
     const record = (req.socket as WatchedSocket)[TRACKED];
-    if (record === undefined) return;
     if (this.draining) {
       // A request pipelined behind a response already marked to close: keep the socket open for
       // it, and let this newest response carry `Connection: close` instead.
-      const previous = record.latest;
+      const previous = record?.latest;
       if (previous && !previous.headersSent) previous.shouldKeepAlive = true;
       res.shouldKeepAlive = false;
     }
-    record.latest = res;
+    if (record !== undefined) record.latest = res;
   }
 
   /** Call once per request, when its response emits `close` (finished or abandoned). */

@@ -87,9 +87,6 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   /** The body ended (true) or failed (an error) before the reader chose. */
   #earlyEnd: true | Error | undefined;
 
-  get bodyArrived(): boolean {
-    return this.#early.length > 0 || this.#earlyEnd !== undefined;
-  }
   #body: UpstreamBody | undefined;
   #sink: ServerResponse | undefined;
   #onSinkFailure: ForwardFailure | undefined;
@@ -117,6 +114,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       this.#controller.abort(new errors.RequestAbortedError());
     }
     // Not started yet (waiting for a connection): onRequestStart aborts it.
+  }
+
+  /** Body bytes, or the body's end, arrived before anyone took the body. */
+  get bodyArrived(): boolean {
+    return this.#early.length > 0 || this.#earlyEnd !== undefined;
   }
 
   bodyStream(): Readable {
