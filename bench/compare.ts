@@ -4,12 +4,14 @@
  *
  *   node bench/compare.ts --variant 'name=before;proxy=plain;bin=/tmp/before/bin/gateway.js' \
  *                         --variant 'name=after;proxy=plain' [--load closed|open|stream|paced|connections]
- *                         [--rounds 5] [--seconds 8] [--warmup 3]
+ *                         [--rounds 5] [--seconds 8] [--warmup 3] [--arrivals poisson|periodic]
  *
  * Loads: `closed` (32 connections), `open` (1,000 requests/s), `stream` (32 clients streaming
  * unpaced completions back to back), `paced` (100 streams/s, each paced 10 ms per event, as the
  * paced-stream rows of bench/run.ts; latency is time to first byte), `connections` (16 clients, each
- * request on a new connection, as clients without keep-alive send them).
+ * request on a new connection, as clients without keep-alive send them). `--arrivals` sets how the
+ * `paced` load's streams arrive: `poisson` (default, as bench/run.ts) or `periodic` (one every
+ * 10 ms, which phase-locks with the upstream's 10 ms ticker; see bench/drivers/streaming.ts).
  *
  * A variant is `;`-separated `key=value` pairs:
  * - `name`: its label (required);
@@ -20,20 +22,30 @@
  * - `node`: node flags for the proxy process (space-separated, e.g. `--max-semi-space-size=8`;
  *   default: the shipped flags, SHIPPED_NODE_ARGS in bench/support/services.ts; `node=` for Node's
  *   defaults);
- * - `args`: extra program arguments (e.g. the floor's `--abort-on-close always`).
+ * - `args`: extra program arguments (e.g. the floor's `--abort-on-close always`);
+ * - `arrivals`: `poisson` or `periodic`, this variant's `paced` arrivals (to compare the two on one
+ *   proxy in one run: two variants with the same proxy, different names).
  *
  * Prints per variant: median rate, latency percentiles, proxy CPU per 10k requests, peak RSS, the
  * median over rounds of its rate relative to the first variant in the same round, and the median
  * over rounds of its p50 latency minus the first variant's in the same round (with `direct` first,
  * the added latency of each proxy).
  */
+import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { closedLoop, type ClosedLoopResult } from './drivers/closed-loop.ts';
 import { connectionPerRequest } from './drivers/connection-per-request.ts';
 import { openLoop } from './drivers/open-loop.ts';
-import { closedLoopStreams, openLoopStreams, type StreamRunResult } from './drivers/streaming.ts';
+import {
+  closedLoopStreams,
+  openLoopStreams,
+  type Arrivals,
+  type StreamRunResult,
+} from './drivers/streaming.ts';
 import { BENCH_TOKEN, GATEWAY_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
 import { STREAM_CHUNKS } from './support/payloads.ts';
+import { loopbackRoundTrip, renderRoundTrip } from './support/machine-state.ts';
+import { stealSeconds } from './support/process.ts';
 import { fmt, machine, renderMachine } from './support/report.ts';
 import {
   SHIPPED_NODE_ARGS,
@@ -54,6 +66,13 @@ interface Variant {
   bin: string | undefined;
   nodeArgs: string[];
   args: string[];
+  /** How the `paced` load's streams arrive for this variant (default: `--arrivals`). */
+  arrivals: Arrivals | undefined;
+}
+
+function parseArrivals(text: string): Arrivals {
+  if (text !== 'poisson' && text !== 'periodic') throw new Error(`unknown arrivals ${text}`);
+  return text;
 }
 
 function parseVariant(text: string): Variant {
@@ -74,7 +93,15 @@ function parseVariant(text: string): Variant {
       ?.split(' ')
       .filter((w) => w.length > 0) ?? [];
   const nodeArgs = fields.has('node') ? words('node') : [...SHIPPED_NODE_ARGS];
-  return { name, proxy, bin: fields.get('bin'), nodeArgs, args: words('args') };
+  const arrivals = fields.get('arrivals');
+  return {
+    name,
+    proxy,
+    bin: fields.get('bin'),
+    nodeArgs,
+    args: words('args'),
+    arrivals: arrivals === undefined ? undefined : parseArrivals(arrivals),
+  };
 }
 
 interface Window {
@@ -99,6 +126,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '3' },
+    arrivals: { type: 'string', default: 'poisson' },
   },
 });
 const variants = (values.variant ?? []).map(parseVariant);
@@ -107,9 +135,13 @@ const load = values.load;
 if (!['closed', 'open', 'stream', 'paced', 'connections'].includes(load)) {
   throw new Error(`unknown load ${load}`);
 }
+const arrivals = parseArrivals(values.arrivals);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
 
+const tripBefore = await loopbackRoundTrip();
+const stealBefore = stealSeconds();
+const startedAt = performance.now();
 const upstream = await startUpstream(2);
 const running = new Map<string, RunningProxy & { stop(): Promise<void> }>();
 try {
@@ -156,6 +188,7 @@ try {
             durationSeconds,
             chunks: STREAM_CHUNKS,
             intervalMs: 10,
+            arrivals: variants.find((v) => v.name === target.name)?.arrivals ?? arrivals,
           });
     const ok = r.streams - r.incomplete;
     return {
@@ -178,10 +211,16 @@ try {
     }
   }
 
+  const stolen = stealSeconds() - stealBefore;
+  const elapsed = (performance.now() - startedAt) / 1000;
+  const tripAfter = await loopbackRoundTrip();
   const baseline = windows.get(variants[0]!.name)!;
   const unit = load === 'stream' || load === 'paced' ? 'streams/s' : 'req/s';
   const lines = [
     `${load} load, ${rounds} rounds x ${seconds} s, alternating; ${renderMachine(machine())}`,
+    '',
+    `Machine state: loopback round trip ${renderRoundTrip(tripBefore)} before, ${renderRoundTrip(tripAfter)} after; ` +
+      `steal ${fmt(stolen, 0)} CPU-s over ${fmt(elapsed, 0)} s (${fmt((stolen / (elapsed * cpus().length)) * 100, 1)}% of the CPU time).`,
     '',
     `| variant | ${unit} | × ${variants[0]!.name} | p50 ms | p50 − ${variants[0]!.name} ms | p99 ms | ` +
       'CPU s / 10k | peak RSS MB | failed | other load |',

@@ -41,6 +41,8 @@ import {
   type BudgetLine,
   type Row,
 } from './support/report.ts';
+import { loopbackRoundTrip, renderRoundTrip, type RoundTrip } from './support/machine-state.ts';
+import { stealSeconds } from './support/process.ts';
 import {
   SHIPPED_NODE_ARGS,
   startFloor,
@@ -403,7 +405,7 @@ function pacedRows(
     return {
       section: 'streaming, open loop',
       target: name,
-      load: `${plan.pacedRate} streams/s, ${STREAM_CHUNKS} chunks paced ${plan.pacedIntervalMs} ms; p50/p99 = TTFB`,
+      load: `${plan.pacedRate} streams/s (Poisson arrivals), ${STREAM_CHUNKS} chunks paced ${plan.pacedIntervalMs} ms; p50/p99 = TTFB`,
       rate: median(s.rate),
       p50: s.ttfb.percentile(50),
       p99: s.ttfb.percentile(99),
@@ -602,6 +604,9 @@ async function main(): Promise<void> {
   for (const section of only) if (!SECTIONS.includes(section)) throw new Error(`unknown section ${section}`);
   const host = machine();
   log(`${plan.name} run; ${renderMachine(host)}; proxies run with ${nodeArgsText}`);
+  const tripBefore = await loopbackRoundTrip();
+  const stealBefore = stealSeconds();
+  log(`loopback round trip between two processes: ${renderRoundTrip(tripBefore)}`);
 
   const upstream = await startUpstream(2);
   const upstreamPid = upstream.service.pid;
@@ -799,6 +804,11 @@ async function main(): Promise<void> {
     await upstream.service.stop();
   }
 
+  const stolen = stealSeconds() - stealBefore;
+  const tripAfter = await loopbackRoundTrip();
+  const elapsed = (performance.now() - startedAt) / 1000;
+  const machineState = machineStateLine(tripBefore, tripAfter, stolen, elapsed, host.nproc);
+  log(machineState);
   const budgetLines = budget(rows, paced);
   const configs = GATEWAY_KINDS.map((kind) => `- gateway ${kind}: ${GATEWAY_DESCRIPTIONS[kind]}`).join('\n');
   const output = [
@@ -807,7 +817,9 @@ async function main(): Promise<void> {
     `Rounds: ${plan.rounds} (closed loop ${plan.closedRounds}); closed loop ${plan.closedSeconds} s, open loop ${plan.openSeconds} s, ` +
       `streaming ${plan.streamSeconds} s / ${plan.pacedSeconds} s per window; warm-up ${plan.warmupSeconds} s per target. ` +
       `Latencies in ms; "added" = minus the direct row (reload: minus the unchanged-config row). ` +
-      `Total time ${fmt((performance.now() - startedAt) / 1000, 0)} s.`,
+      `Total time ${fmt(elapsed, 0)} s.`,
+    '',
+    machineState,
     '',
     configs,
     '',
@@ -820,9 +832,37 @@ async function main(): Promise<void> {
   ].join('\n');
   process.stdout.write(output);
   if (values.json) {
-    writeFileSync(values.json, JSON.stringify({ machine: host, plan, rows, budget: budgetLines }, null, 2));
+    writeFileSync(values.json, JSON.stringify(
+        {
+          machine: host,
+          machineState: { roundTripBefore: tripBefore, roundTripAfter: tripAfter, stealSeconds: stolen },
+          plan,
+          rows,
+          budget: budgetLines,
+        },
+        null,
+        2,
+      ),);
     log(`results written to ${values.json}`);
   }
+}
+
+/**
+ * The machine's state around the run: latency figures on a shared virtual machine move with the
+ * host's load, so a reader needs to see how fast a wake-up was and how much CPU time the host took.
+ */
+function machineStateLine(
+  before: RoundTrip,
+  after: RoundTrip,
+  stolen: number,
+  elapsed: number,
+  cpus: number,
+): string {
+  return (
+    `Machine state: loopback round trip between two processes (one byte, paced 2 ms) ` +
+    `${renderRoundTrip(before)} before the run, ${renderRoundTrip(after)} after; ` +
+    `steal ${fmt(stolen, 0)} CPU-s over the run (${fmt((stolen / (elapsed * cpus)) * 100, 1)}% of the machine's CPU time).`
+  );
 }
 
 await main();

@@ -149,36 +149,76 @@ export async function closedLoopStreams(
   return { ...results.totals, durationSeconds, ttfb: results.ttfb, gaps: results.gaps, cpu, peakRss };
 }
 
+/** How new streams arrive in the open loop. */
+export type Arrivals = 'periodic' | 'poisson';
+
+/** The stream schedule of an open loop: start offsets in ms, ascending. */
+export function arrivalSchedule(arrivals: Arrivals, ratePerSecond: number, count: number, seed = 1): Float64Array {
+  const at = new Float64Array(count);
+  const meanGap = 1000 / ratePerSecond;
+  if (arrivals === 'periodic') {
+    for (let k = 0; k < count; k++) at[k] = k * meanGap;
+    return at;
+  }
+  // Exponential gaps from a seeded generator (mulberry32): every target of a run gets the same
+  // schedule, so the comparison is between proxies, not between draws.
+  let state = seed >>> 0;
+  const uniform = (): number => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  let t = 0;
+  for (let k = 0; k < count; k++) {
+    at[k] = t;
+    t += -Math.log(1 - uniform()) * meanGap;
+  }
+  return at;
+}
+
 /**
- * Open loop of streams: one new stream every 1/rate seconds, each paced by the upstream at
- * `intervalMs` per event. Measures time to first byte at low load and whether events keep their
- * own arrival times (a coalescing proxy would deliver several in one read).
+ * Open loop of streams at `ratePerSecond`, each paced by the upstream at `intervalMs` per event.
+ * Measures time to first byte at low load and whether events keep their own arrival times (a
+ * coalescing proxy would deliver several in one read).
+ *
+ * Arrivals are Poisson by default. Periodic arrivals at the pacing interval phase-lock with the
+ * upstream's shared ticker: every new stream then lands at the same point of the 10 ms cycle, and
+ * whether that point is the moment the other streams' events are written (and read, and relayed)
+ * is decided by timer drift, not by the proxy. Kept as an option to show the effect.
  */
 export async function openLoopStreams(
   target: Target,
   upstreamPid: number,
-  options: { ratePerSecond: number; durationSeconds: number; chunks: number; intervalMs: number },
+  options: {
+    ratePerSecond: number;
+    durationSeconds: number;
+    chunks: number;
+    intervalMs: number;
+    arrivals?: Arrivals;
+  },
 ): Promise<StreamRunResult> {
   const pool = new Pool(target.origin, { keepAliveTimeout: 60_000 });
   const request: StreamRequest = { chunks: options.chunks, intervalMs: options.intervalMs, recordGaps: true };
   await streamOnce(pool, target, { ...request, intervalMs: 1 });
   const results = collector();
   const pending = new Set<Promise<void>>();
+  const total = Math.round(options.ratePerSecond * options.durationSeconds);
+  const schedule = arrivalSchedule(options.arrivals ?? 'poisson', options.ratePerSecond, total);
   const stop = startWindow(target, upstreamPid);
   const start = performance.now();
-  const total = Math.round(options.ratePerSecond * options.durationSeconds);
-  const intervalMs = 1000 / options.ratePerSecond;
   let sent = 0;
   while (sent < total) {
-    const due = Math.min(total, Math.floor((performance.now() - start) / intervalMs) + 1);
-    for (; sent < due; sent++) {
+    const now = performance.now() - start;
+    for (; sent < total && schedule[sent]! <= now; sent++) {
       const running: Promise<void> = streamOnce(pool, target, request).then((outcome) => {
         results.add(outcome);
         pending.delete(running);
       });
       pending.add(running);
     }
-    await sleep(Math.max(0, start + sent * intervalMs - performance.now()));
+    if (sent < total) await sleep(Math.max(0, start + schedule[sent]! - performance.now()));
   }
   await Promise.all(pending);
   const durationSeconds = (performance.now() - start) / 1000;

@@ -192,3 +192,12 @@ export function machineBusySeconds(): number {
   const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
   return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) / USER_HZ;
 }
+
+/**
+ * CPU seconds (summed over CPUs) during which this virtual machine's CPUs wanted to run and the
+ * hypervisor ran something else (`steal` of /proc/stat).
+ */
+export function stealSeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+  return Number(line.trim().split(/\s+/)[8] ?? 0) / USER_HZ;
+}
