@@ -832,7 +832,9 @@ async function main(): Promise<void> {
   ].join('\n');
   process.stdout.write(output);
   if (values.json) {
-    writeFileSync(values.json, JSON.stringify(
+    writeFileSync(
+      values.json,
+      JSON.stringify(
         {
           machine: host,
           machineState: { roundTripBefore: tripBefore, roundTripAfter: tripAfter, stealSeconds: stolen },
@@ -842,7 +844,8 @@ async function main(): Promise<void> {
         },
         null,
         2,
-      ),);
+      ),
+    );
     log(`results written to ${values.json}`);
   }
 }

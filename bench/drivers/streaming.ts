@@ -153,7 +153,12 @@ export async function closedLoopStreams(
 export type Arrivals = 'periodic' | 'poisson';
 
 /** The stream schedule of an open loop: start offsets in ms, ascending. */
-export function arrivalSchedule(arrivals: Arrivals, ratePerSecond: number, count: number, seed = 1): Float64Array {
+export function arrivalSchedule(
+  arrivals: Arrivals,
+  ratePerSecond: number,
+  count: number,
+  seed = 1,
+): Float64Array {
   const at = new Float64Array(count);
   const meanGap = 1000 / ratePerSecond;
   if (arrivals === 'periodic') {

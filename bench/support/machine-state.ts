@@ -70,5 +70,7 @@ export function renderRoundTrip(r: RoundTrip): string {
 if (process.argv[1] && import.meta.filename === process.argv[1]) {
   const steal0 = stealSeconds();
   const trip = await loopbackRoundTrip();
-  console.log(`loopback round trip ${renderRoundTrip(trip)}; steal ${(stealSeconds() - steal0).toFixed(2)} s`);
+  console.log(
+    `loopback round trip ${renderRoundTrip(trip)}; steal ${(stealSeconds() - steal0).toFixed(2)} s`,
+  );
 }
