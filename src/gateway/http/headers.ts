@@ -84,3 +84,8 @@ export function forwardResponseHeaders(
   }
   return out;
 }
+
+/** The provider's `content-type` says the body is a server-sent event stream. */
+export function isEventStream(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.includes('text/event-stream');
+}

@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
-import { forwardResponseHeaders } from '../http/headers.js';
+import { forwardResponseHeaders, isEventStream } from '../http/headers.js';
 import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
@@ -123,10 +123,6 @@ export function startTransformedStream(
   ctx.res.writeHead(status, headers);
   if (held.length > 0) ctx.res.write(held);
   else ctx.res.flushHeaders();
-}
-
-function isEventStream(contentType: string | string[] | undefined): boolean {
-  return typeof contentType === 'string' && contentType.includes('text/event-stream');
 }
 
 /** Answers a JSON body the gateway produced (sanitized success or standard error). */

@@ -1,3 +1,4 @@
+import { isEventStream } from '../http/headers.js';
 import type { UpstreamResponse } from '../http/upstream-exchange.js';
 import type { MaybePromise } from '../limits/types.js';
 import { SseParser } from '../../lib/sse.js';
@@ -46,10 +47,6 @@ const COMMITTED: ServeOutcome = { kind: 'committed' };
 
 export interface ServeDeps extends CommitDeps {
   sseBufferLimit: number;
-}
-
-function isEventStream(contentType: string | string[] | undefined): boolean {
-  return typeof contentType === 'string' && contentType.includes('text/event-stream');
 }
 
 function isJson(contentType: string | string[] | undefined): boolean {
