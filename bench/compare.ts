@@ -4,14 +4,14 @@
  *
  *   node bench/compare.ts --variant 'name=before;proxy=plain;bin=/tmp/before/bin/gateway.js' \
  *                         --variant 'name=after;proxy=plain' [--load closed|open|stream|paced|connections]
- *                         [--rounds 5] [--seconds 8] [--warmup 3] [--arrivals poisson|periodic]
+ *                         [--rounds 5] [--seconds 8] [--warmup 3] [--arrivals periodic|poisson]
  *
  * Loads: `closed` (32 connections), `open` (1,000 requests/s), `stream` (32 clients streaming
  * unpaced completions back to back), `paced` (100 streams/s, each paced 10 ms per event, as the
  * paced-stream rows of bench/run.ts; latency is time to first byte), `connections` (16 clients, each
  * request on a new connection, as clients without keep-alive send them). `--arrivals` sets how the
- * `paced` load's streams arrive: `poisson` (default, as bench/run.ts) or `periodic` (one every
- * 10 ms, which phase-locks with the upstream's 10 ms ticker; see bench/drivers/streaming.ts).
+ * `paced` load's streams arrive: `periodic` (default, one every 10 ms, as bench/run.ts) or
+ * `poisson` (exponential gaps of the same mean, a seeded schedule; see bench/drivers/streaming.ts).
  *
  * A variant is `;`-separated `key=value` pairs:
  * - `name`: its label (required);
@@ -126,7 +126,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '3' },
-    arrivals: { type: 'string', default: 'poisson' },
+    arrivals: { type: 'string', default: 'periodic' },
   },
 });
 const variants = (values.variant ?? []).map(parseVariant);

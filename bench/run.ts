@@ -405,7 +405,7 @@ function pacedRows(
     return {
       section: 'streaming, open loop',
       target: name,
-      load: `${plan.pacedRate} streams/s (Poisson arrivals), ${STREAM_CHUNKS} chunks paced ${plan.pacedIntervalMs} ms; p50/p99 = TTFB`,
+      load: `${plan.pacedRate} streams/s, ${STREAM_CHUNKS} chunks paced ${plan.pacedIntervalMs} ms; p50/p99 = TTFB`,
       rate: median(s.rate),
       p50: s.ttfb.percentile(50),
       p99: s.ttfb.percentile(99),
