@@ -107,6 +107,9 @@ function parseVariant(text: string): Variant {
 interface Window {
   rate: number;
   latency: Samples;
+  /** `paced` only: first-byte times of streams that started at an upstream tick, and of the rest. */
+  atTick?: Samples;
+  betweenTicks?: Samples;
   cpu: CpuWindow;
   count: number;
   peakRss: number;
@@ -117,6 +120,35 @@ interface Window {
 function requestWindow(r: ClosedLoopResult): Window {
   const rate = r.ok / r.durationSeconds;
   return { rate, latency: r.latency, cpu: r.cpu, count: r.ok, peakRss: r.peakRss, failed: r.failed };
+}
+
+/**
+ * The paced load's first bytes split by when the stream started: at one of the upstream's ticks
+ * (behind the other streams' events) or between them (bench/drivers/streaming.ts, `startedAtTick`).
+ */
+function tickTable(variants: readonly Variant[], windows: Map<string, Window[]>): string[] {
+  const pooled = (runs: readonly Window[], pick: (w: Window) => Samples | undefined): Samples => {
+    const all = new Samples();
+    for (const run of runs) {
+      const samples = pick(run);
+      if (samples) all.addAll(samples);
+    }
+    return all;
+  };
+  const lines = [
+    '| variant | started at a tick | TTFB p50 at a tick ms | TTFB p50 between ticks ms |',
+    '|---|---|---|---|',
+  ];
+  for (const variant of variants) {
+    const runs = windows.get(variant.name)!;
+    const atTick = pooled(runs, (w) => w.atTick);
+    const between = pooled(runs, (w) => w.betweenTicks);
+    const share = (atTick.count / (atTick.count + between.count)) * 100;
+    lines.push(
+      `| ${variant.name} | ${fmt(share, 0)}% | ${fmt(atTick.percentile(50))} | ${fmt(between.percentile(50))} |`,
+    );
+  }
+  return lines;
 }
 
 const { values } = parseArgs({
@@ -194,6 +226,8 @@ try {
     return {
       rate: ok / r.durationSeconds,
       latency: r.ttfb,
+      atTick: r.ttfbAtTick,
+      betweenTicks: r.ttfbBetweenTicks,
       cpu: r.cpu,
       count: ok,
       peakRss: r.peakRss,
@@ -242,6 +276,7 @@ try {
         `${sum(runs.map((r) => r.failed))} | ${fmt(others)} |`,
     );
   }
+  if (load === 'paced') lines.push('', ...tickTable(variants, windows));
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
   await Promise.all([...running.values()].map((proxy) => proxy.stop()));

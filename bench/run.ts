@@ -332,6 +332,8 @@ function openRows(plan: Plan, results: Map<string, (OpenLoopResult & UpstreamDel
 interface StreamStats {
   rate: number[];
   ttfb: Samples;
+  ttfbAtTick: Samples;
+  ttfbBetweenTicks: Samples;
   gaps: Samples;
   events: number;
   seconds: number;
@@ -342,6 +344,8 @@ function streamStats(runs: readonly StreamRunResult[]): StreamStats {
   return {
     rate: runs.map((r) => (r.streams - r.incomplete) / r.durationSeconds),
     ttfb: pooled(runs.map((r) => r.ttfb)),
+    ttfbAtTick: pooled(runs.map((r) => r.ttfbAtTick)),
+    ttfbBetweenTicks: pooled(runs.map((r) => r.ttfbBetweenTicks)),
     gaps: pooled(runs.map((r) => r.gaps)),
     events: sum(runs.map((r) => r.events)),
     seconds: sum(runs.map((r) => r.durationSeconds)),
@@ -378,6 +382,15 @@ function streamRows(plan: Plan, results: Map<string, (StreamRunResult & Upstream
 /** Share of events that arrived less than a quarter of the pacing interval after the previous one. */
 function coalescedShare(gaps: Samples, intervalMs: number): number {
   return gaps.count === 0 ? Number.NaN : gaps.countBelow(intervalMs / 4) / gaps.count;
+}
+
+/** How many paced streams started at an upstream tick, and their first byte against the others'. */
+function atTickNote(s: StreamStats): string {
+  const share = s.ttfbAtTick.count / (s.ttfbAtTick.count + s.ttfbBetweenTicks.count);
+  return (
+    `${fmt(share * 100, 0)}% started at a tick (TTFB p50 ${fmt(s.ttfbAtTick.percentile(50))} ms, ` +
+    `between ticks ${fmt(s.ttfbBetweenTicks.percentile(50))} ms)`
+  );
 }
 
 interface PacedSummary {
@@ -418,7 +431,7 @@ function pacedRows(
       others: others(runs.map((r) => r.cpu)),
       notes:
         `event gap p50/p99 ${fmt(summary.gapP50)}/${fmt(summary.gapP99)} ms; ` +
-        `coalesced ${fmt(summary.coalesced * 100, 2)}% of events; ${connectionsPer1k(runs)}`,
+        `coalesced ${fmt(summary.coalesced * 100, 2)}% of events; ${atTickNote(s)}; ${connectionsPer1k(runs)}`,
     };
   });
   return { rows, paced };

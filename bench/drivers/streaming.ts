@@ -96,19 +96,42 @@ export interface StreamRunResult {
   events: number;
   durationSeconds: number;
   ttfb: Samples;
+  /**
+   * Paced streams only: time to first byte of the streams that started at one of the upstream's
+   * ticks (see `startedAtTick`), and of the others. Empty for unpaced streams.
+   */
+  ttfbAtTick: Samples;
+  ttfbBetweenTicks: Samples;
   gaps: Samples;
   cpu: CpuWindow;
   peakRss: number;
 }
 
-function collector() {
+/**
+ * A paced stream started at one of the upstream's ticks, when the events of every other open stream
+ * are written together (and then read and relayed together): its first event (written with the
+ * head, on the request's arrival) and its second (the next tick) were less than a tenth of the
+ * interval apart, or more than nine tenths. Started right after a tick, the first byte waits behind
+ * that tick's events and the next tick is a whole interval away; started right before one, the
+ * first byte is caught up in it and the second event follows at once.
+ */
+export function startedAtTick(outcome: StreamOutcome, intervalMs: number): boolean {
+  const first = outcome.gaps[0];
+  return first !== undefined && (first < intervalMs / 10 || first > (intervalMs * 9) / 10);
+}
+
+function collector(intervalMs = 0) {
   const ttfb = new Samples();
+  const ttfbAtTick = new Samples();
+  const ttfbBetweenTicks = new Samples();
   const gaps = new Samples();
   let streams = 0;
   let incomplete = 0;
   let events = 0;
   return {
     ttfb,
+    ttfbAtTick,
+    ttfbBetweenTicks,
     gaps,
     add(outcome: StreamOutcome): void {
       streams++;
@@ -118,10 +141,15 @@ function collector() {
         return;
       }
       ttfb.push(outcome.ttfb);
+      if (intervalMs > 0)
+        (startedAtTick(outcome, intervalMs) ? ttfbAtTick : ttfbBetweenTicks).push(outcome.ttfb);
       for (const gap of outcome.gaps) gaps.push(gap);
     },
     get totals() {
       return { streams, incomplete, events };
+    },
+    get samples() {
+      return { ttfb, ttfbAtTick, ttfbBetweenTicks, gaps };
     },
   };
 }
@@ -146,7 +174,7 @@ export async function closedLoopStreams(
   const durationSeconds = (performance.now() - start) / 1000;
   const { cpu, peakRss } = stop();
   await pool.close();
-  return { ...results.totals, durationSeconds, ttfb: results.ttfb, gaps: results.gaps, cpu, peakRss };
+  return { ...results.totals, durationSeconds, ...results.samples, cpu, peakRss };
 }
 
 /** How new streams arrive in the open loop. */
@@ -208,7 +236,7 @@ export async function openLoopStreams(
   const pool = new Pool(target.origin, { keepAliveTimeout: 60_000 });
   const request: StreamRequest = { chunks: options.chunks, intervalMs: options.intervalMs, recordGaps: true };
   await streamOnce(pool, target, { ...request, intervalMs: 1 });
-  const results = collector();
+  const results = collector(options.intervalMs);
   const pending = new Set<Promise<void>>();
   const total = Math.round(options.ratePerSecond * options.durationSeconds);
   const schedule = arrivalSchedule(options.arrivals ?? 'periodic', options.ratePerSecond, total);
@@ -230,5 +258,5 @@ export async function openLoopStreams(
   const durationSeconds = (performance.now() - start) / 1000;
   const { cpu, peakRss } = stop();
   await pool.close();
-  return { ...results.totals, durationSeconds, ttfb: results.ttfb, gaps: results.gaps, cpu, peakRss };
+  return { ...results.totals, durationSeconds, ...results.samples, cpu, peakRss };
 }

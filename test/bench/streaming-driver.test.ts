@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { arrivalSchedule } from '../../bench/drivers/streaming.ts';
+import { arrivalSchedule, startedAtTick, type StreamOutcome } from '../../bench/drivers/streaming.ts';
 
 describe('the streaming open loop arrival schedule', () => {
   it('spaces periodic arrivals exactly one mean gap apart', () => {
@@ -32,5 +32,28 @@ describe('the streaming open loop arrival schedule', () => {
     const buckets = new Array<number>(10).fill(0);
     for (const t of at) buckets[Math.floor(t % 10)]!++;
     for (const n of buckets) expect(n).toBeGreaterThan(800);
+  });
+});
+
+describe('a paced stream that started at an upstream tick', () => {
+  const outcome = (gaps: number[]): StreamOutcome => ({
+    status: 200,
+    ttfb: 1,
+    events: 51,
+    complete: true,
+    gaps,
+  });
+
+  it('is told by the gap between its first two events', () => {
+    // 10 ms ticks: within a tenth of the interval of either end of the cycle counts as at a tick.
+    expect(startedAtTick(outcome([0.4, 10, 10]), 10)).toBe(true);
+    expect(startedAtTick(outcome([9.6, 10, 10]), 10)).toBe(true);
+    expect(startedAtTick(outcome([1.2, 10, 10]), 10)).toBe(false);
+    expect(startedAtTick(outcome([5, 10, 10]), 10)).toBe(false);
+    expect(startedAtTick(outcome([8.8, 10, 10]), 10)).toBe(false);
+  });
+
+  it('is not claimed for a stream without a second event', () => {
+    expect(startedAtTick(outcome([]), 10)).toBe(false);
   });
 });
