@@ -163,9 +163,11 @@ describe('local end to end', () => {
 
     const outcomes = { ok: 0, failed: 0, streams: 0, streamsComplete: 0 };
     const failures: string[] = [];
-    const deadline = Date.now() + 4_000;
+    // The load runs until shortly after the old replica was told to stop (set below), whatever
+    // the machine's speed: a slow start of the new replica must not end the load before it serves.
+    let loadUntil = Date.now() + 60_000;
     const worker = async (n: number): Promise<void> => {
-      for (let i = 0; Date.now() < deadline; i++) {
+      for (let i = 0; Date.now() < loadUntil; i++) {
         const target = ready[(n + i) % Math.max(ready.length, 1)];
         if (!target) {
           await sleep(10);
@@ -201,8 +203,13 @@ describe('local end to end', () => {
     await sleep(800);
     const next = await startGatewayOn(cm.path, ['--shutdown-delay-secs', '1']);
     replicas.push(next);
+    const routedBy = Date.now() + 20_000;
+    while (!ready.includes(next) && Date.now() < routedBy) await sleep(20);
+    expect(ready).toContain(next);
     await sleep(300);
     old.program.proc.kill('SIGTERM');
+    // The old replica's shutdown delay (1 s) and its drain, with the new one taking the traffic.
+    loadUntil = Date.now() + 2_500;
     await load;
     watching = false;
     await watcher;
