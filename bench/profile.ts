@@ -3,7 +3,7 @@
  * `--cpu-prof`, warms it up, drives it, stops it (SIGTERM, so the profile is written) and prints
  * the aggregated profile (bench/analyze-profile.ts).
  *
- *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|reload|connections]
+ *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|paced|reload|connections]
  *                         [--seconds 20] [--warmup 5] [--out DIR] [--top 30] [--proxy-node-args="..."]
  *                         [--mode cpu|gc|alloc] [--gc-log FILE] [--bin PATH]
  *
@@ -19,7 +19,9 @@
  * by function and by file (bench/analyze-allocations.ts): what fills the young generation.
  *
  * `--load open` drives 1,000 req/s open loop (the open-loop row) and prints the latency it saw, so
- * GC pauses can be set against the tail.
+ * GC pauses can be set against the tail. `--load paced` drives the paced-stream rows' load (100
+ * streams/s, each event its own upstream write 10 ms apart): per-event costs that a back-to-back
+ * stream (`--load stream`) spreads over several events per read are paid once per event there.
  *
  * `--load reload` profiles a gateway with 1,000 aliases under 1,000 req/s open loop while its
  * config file is rewritten every second (the reload row), and prints the latency it saw.
@@ -45,7 +47,7 @@ import { renderAllocations, summarizeAllocations, type HeapProfile } from './ana
 import { closedLoop } from './drivers/closed-loop.ts';
 import { connectionPerRequest } from './drivers/connection-per-request.ts';
 import { openLoop } from './drivers/open-loop.ts';
-import { closedLoopStreams } from './drivers/streaming.ts';
+import { closedLoopStreams, openLoopStreams } from './drivers/streaming.ts';
 import { reloadWindow } from './scenarios/reload.ts';
 import {
   BENCH_TOKEN,
@@ -118,7 +120,7 @@ function onGcLine(line: string): void {
 const proxy = values.proxy as GatewayKind | 'floor';
 if (proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
 const load = values.load;
-if (!['closed', 'open', 'stream', 'reload', 'connections'].includes(load ?? ''))
+if (!['closed', 'open', 'stream', 'paced', 'reload', 'connections'].includes(load ?? ''))
   throw new Error(`unknown load ${load}`);
 if (load === 'reload' && proxy !== 'plain') throw new Error('--load reload profiles the plain gateway');
 const outDir = values.out ?? join(tmpdir(), `gateway-profile-${Date.now()}`);
@@ -200,6 +202,16 @@ try {
       });
       served += r.ok + r.failed;
       return `${(r.ok / r.durationSeconds).toFixed(0)} req/s, ${r.failed} failed, proxy ${(r.cpu.proxy / r.cpu.seconds).toFixed(2)} cores`;
+    }
+    if (load === 'paced') {
+      const r = await openLoopStreams(target, upstream.service.pid, {
+        ratePerSecond: 100,
+        durationSeconds: seconds,
+        chunks: STREAM_CHUNKS,
+        intervalMs: 10,
+      });
+      served += r.streams;
+      return `${((r.streams - r.incomplete) / r.durationSeconds).toFixed(0)} streams/s paced, ${r.incomplete} incomplete, TTFB p50 ${r.ttfb.percentile(50).toFixed(2)} ms, proxy ${(r.cpu.proxy / r.cpu.seconds).toFixed(2)} cores`;
     }
     const r = await closedLoopStreams(target, upstream.service.pid, {
       concurrency: 32,
