@@ -199,30 +199,33 @@ describe('local end to end', () => {
       }
     };
     const load = Promise.all(Array.from({ length: 8 }, (_, n) => worker(n)));
+    try {
+      await sleep(800);
+      const next = await startGatewayOn(cm.path, ['--shutdown-delay-secs', '1']);
+      replicas.push(next);
+      const routedBy = Date.now() + 20_000;
+      while (!ready.includes(next) && Date.now() < routedBy) await sleep(20);
+      expect(ready).toContain(next);
+      await sleep(300);
+      old.program.proc.kill('SIGTERM');
+      // The old replica's shutdown delay (1 s) and its drain, with the new one taking the traffic.
+      loadUntil = Date.now() + 2_500;
+      await load;
 
-    await sleep(800);
-    const next = await startGatewayOn(cm.path, ['--shutdown-delay-secs', '1']);
-    replicas.push(next);
-    const routedBy = Date.now() + 20_000;
-    while (!ready.includes(next) && Date.now() < routedBy) await sleep(20);
-    expect(ready).toContain(next);
-    await sleep(300);
-    old.program.proc.kill('SIGTERM');
-    // The old replica's shutdown delay (1 s) and its drain, with the new one taking the traffic.
-    loadUntil = Date.now() + 2_500;
-    await load;
-    watching = false;
-    await watcher;
-
-    expect(failures).toEqual([]);
-    expect(outcomes.ok).toBeGreaterThan(100);
-    expect(outcomes.streamsComplete).toBe(outcomes.streams);
-    expect((await old.program.exited).code).toBe(0);
-    const served = await (await fetch(`${next.adminUrl}/metrics`)).text();
-    expect(metricValue(served, 'gateway_requests_total', { model: 'chat', status: '200' })).toBeGreaterThan(
-      0,
-    );
-    await next.program.kill();
+      expect(failures).toEqual([]);
+      expect(outcomes.ok).toBeGreaterThan(100);
+      expect(outcomes.streamsComplete).toBe(outcomes.streams);
+      expect((await old.program.exited).code).toBe(0);
+      const served = await (await fetch(`${next.adminUrl}/metrics`)).text();
+      expect(metricValue(served, 'gateway_requests_total', { model: 'chat', status: '200' })).toBeGreaterThan(
+        0,
+      );
+    } finally {
+      loadUntil = 0;
+      watching = false;
+      await Promise.all([load, watcher]);
+      await Promise.all(replicas.map((r) => r.program.kill()));
+    }
   });
 
   it('lets a long stream finish after SIGTERM and exits 0', async () => {
