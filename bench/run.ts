@@ -4,7 +4,7 @@
  * performance budget with a verdict per line; progress goes to stderr.
  *
  *   node bench/run.ts [--quick] [--json <file>] [--only closed,open,stream,paced,memory,reload]
- *                     [--quiet-wait <seconds>] [--proxy-node-args=<flags>]
+ *                     [--quiet-wait <seconds>] [--start-when-quiet <minutes>] [--proxy-node-args=<flags>]
  *
  * Layout (three processes share the cores; see docs/performance.md):
  * - this process: the load generators (autocannon for the closed loop, undici for the open loop and
@@ -52,7 +52,7 @@ import {
   type RunningProxy,
 } from './support/services.ts';
 import { waitForQuiet } from './support/quiet.ts';
-import { Samples, median, sum } from './support/stats.ts';
+import { Samples, median, sleep, sum } from './support/stats.ts';
 import type { CpuWindow, Target } from './support/target.ts';
 
 interface Plan {
@@ -583,6 +583,10 @@ const USAGE = `Usage: node bench/run.ts [options]
   --json <file>             also write the rows and the budget lines as JSON
   --quiet-wait <seconds>    wait up to this long before each window for other programs to go
                             quiet (full run 10, quick run 0)
+  --start-when-quiet <minutes>
+                            before starting, wait up to this long for a quiet machine: a loopback
+                            round trip p50 under 0.4 ms with no steal (checked every 20 s; the run
+                            starts anyway when the time is up)
   --proxy-node-args=<flags> Node.js flags of every proxy process, floor included (default: the
                             shipped ${SHIPPED_NODE_ARGS.join(' ')}; --proxy-node-args= for Node's defaults)
   --help                    this text
@@ -597,6 +601,7 @@ async function main(): Promise<void> {
       json: { type: 'string' },
       only: { type: 'string' },
       'quiet-wait': { type: 'string' },
+      'start-when-quiet': { type: 'string' },
       'proxy-node-args': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
@@ -617,6 +622,10 @@ async function main(): Promise<void> {
   for (const section of only) if (!SECTIONS.includes(section)) throw new Error(`unknown section ${section}`);
   const host = machine();
   log(`${plan.name} run; ${renderMachine(host)}; proxies run with ${nodeArgsText}`);
+  const startWithin = Number(values['start-when-quiet'] ?? 0);
+  if (!(startWithin >= 0))
+    throw new Error(`--start-when-quiet takes minutes, not ${values['start-when-quiet']}`);
+  if (startWithin > 0) await waitForQuietMachine(startWithin);
   const tripBefore = await loopbackRoundTrip();
   const stealBefore = stealSeconds();
   log(`loopback round trip between two processes: ${renderRoundTrip(tripBefore)}`);
@@ -860,6 +869,30 @@ async function main(): Promise<void> {
       ),
     );
     log(`results written to ${values.json}`);
+  }
+}
+
+/** Round trip p50 (ms) under which, with no steal during the check, the machine counts as quiet. */
+const QUIET_ROUND_TRIP_MS = 0.4;
+
+/**
+ * Waits (at most `minutes`) until a round-trip check finds the machine quiet, logging each check.
+ * On a shared virtual machine a run started in a slow spell measures the spell.
+ */
+async function waitForQuietMachine(minutes: number): Promise<void> {
+  const deadline = performance.now() + minutes * 60_000;
+  for (;;) {
+    const steal0 = stealSeconds();
+    const trip = await loopbackRoundTrip();
+    const stolen = stealSeconds() - steal0;
+    const quiet = trip.p50 < QUIET_ROUND_TRIP_MS && stolen < 0.1;
+    log(`machine ${quiet ? 'quiet' : 'busy'}: round trip ${renderRoundTrip(trip)}, steal ${fmt(stolen)} s`);
+    if (quiet) return;
+    if (performance.now() + 20_000 > deadline) {
+      log(`no quiet spell within ${minutes} min; starting anyway`);
+      return;
+    }
+    await sleep(20_000);
   }
 }
 
