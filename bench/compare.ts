@@ -44,7 +44,7 @@ import {
 } from './drivers/streaming.ts';
 import { BENCH_TOKEN, GATEWAY_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
 import { STREAM_CHUNKS } from './support/payloads.ts';
-import { loopbackRoundTrip, renderRoundTrip } from './support/machine-state.ts';
+import { loopbackRoundTrip, machineStateLine } from './support/machine-state.ts';
 import { stealSeconds } from './support/process.ts';
 import { fmt, machine, renderMachine } from './support/report.ts';
 import {
@@ -54,7 +54,7 @@ import {
   startUpstream,
   type RunningProxy,
 } from './support/services.ts';
-import { Samples, median, sum } from './support/stats.ts';
+import { Samples, median, pooled, sum } from './support/stats.ts';
 import type { CpuWindow, Target } from './support/target.ts';
 import { exitWithUsageIfAsked } from './support/usage.ts';
 
@@ -127,22 +127,14 @@ function requestWindow(r: ClosedLoopResult): Window {
  * (behind the other streams' events) or between them (bench/drivers/streaming.ts, `startedAtTick`).
  */
 function tickTable(variants: readonly Variant[], windows: Map<string, Window[]>): string[] {
-  const pooled = (runs: readonly Window[], pick: (w: Window) => Samples | undefined): Samples => {
-    const all = new Samples();
-    for (const run of runs) {
-      const samples = pick(run);
-      if (samples) all.addAll(samples);
-    }
-    return all;
-  };
   const lines = [
     '| variant | started at a tick | TTFB p50 at a tick ms | TTFB p50 between ticks ms |',
     '|---|---|---|---|',
   ];
   for (const variant of variants) {
     const runs = windows.get(variant.name)!;
-    const atTick = pooled(runs, (w) => w.atTick);
-    const between = pooled(runs, (w) => w.betweenTicks);
+    const atTick = pooled(runs.flatMap((w) => (w.atTick ? [w.atTick] : [])));
+    const between = pooled(runs.flatMap((w) => (w.betweenTicks ? [w.betweenTicks] : [])));
     const share = (atTick.count / (atTick.count + between.count)) * 100;
     lines.push(
       `| ${variant.name} | ${fmt(share, 0)}% | ${fmt(atTick.percentile(50))} | ${fmt(between.percentile(50))} |`,
@@ -253,8 +245,7 @@ try {
   const lines = [
     `${load} load, ${rounds} rounds x ${seconds} s, alternating; ${renderMachine(machine())}`,
     '',
-    `Machine state: loopback round trip ${renderRoundTrip(tripBefore)} before, ${renderRoundTrip(tripAfter)} after; ` +
-      `steal ${fmt(stolen, 0)} CPU-s over ${fmt(elapsed, 0)} s (${fmt((stolen / (elapsed * cpus().length)) * 100, 1)}% of the CPU time).`,
+    machineStateLine(tripBefore, tripAfter, stolen, elapsed, cpus().length),
     '',
     `| variant | ${unit} | × ${variants[0]!.name} | p50 ms | p50 − ${variants[0]!.name} ms | p99 ms | ` +
       'CPU s / 10k | peak RSS MB | failed | other load |',
@@ -262,8 +253,7 @@ try {
   ];
   for (const variant of variants) {
     const runs = windows.get(variant.name)!;
-    const latency = new Samples();
-    for (const run of runs) latency.addAll(run.latency);
+    const latency = pooled(runs.map((run) => run.latency));
     const ratio = median(runs.map((run, i) => run.rate / baseline[i]!.rate));
     const added = median(
       runs.map((run, i) => run.latency.percentile(50) - baseline[i]!.latency.percentile(50)),

@@ -41,7 +41,12 @@ import {
   type BudgetLine,
   type Row,
 } from './support/report.ts';
-import { loopbackRoundTrip, renderRoundTrip, type RoundTrip } from './support/machine-state.ts';
+import {
+  loopbackRoundTrip,
+  machineStateLine,
+  renderRoundTrip,
+  waitForQuietMachine,
+} from './support/machine-state.ts';
 import { stealSeconds } from './support/process.ts';
 import {
   SHIPPED_NODE_ARGS,
@@ -52,7 +57,7 @@ import {
   type RunningProxy,
 } from './support/services.ts';
 import { waitForQuiet } from './support/quiet.ts';
-import { Samples, median, sleep, sum } from './support/stats.ts';
+import { Samples, median, pooled, sum } from './support/stats.ts';
 import type { CpuWindow, Target } from './support/target.ts';
 
 interface Plan {
@@ -176,12 +181,6 @@ function cores(windows: readonly CpuWindow[]): string {
 /** The highest load other programs put on the machine during any of the windows, in cores. */
 function others(windows: readonly CpuWindow[]): number {
   return Math.max(...windows.map((w) => w.others / w.seconds));
-}
-
-function pooled(samples: readonly Samples[]): Samples {
-  const all = new Samples();
-  for (const s of samples) all.addAll(s);
-  return all;
 }
 
 /** How loaded the machine was by other programs during a window, in cores. */
@@ -625,7 +624,7 @@ async function main(): Promise<void> {
   const startWithin = Number(values['start-when-quiet'] ?? 0);
   if (!(startWithin >= 0))
     throw new Error(`--start-when-quiet takes minutes, not ${values['start-when-quiet']}`);
-  if (startWithin > 0) await waitForQuietMachine(startWithin);
+  if (startWithin > 0) await waitForQuietMachine(startWithin, log);
   const tripBefore = await loopbackRoundTrip();
   const stealBefore = stealSeconds();
   log(`loopback round trip between two processes: ${renderRoundTrip(tripBefore)}`);
@@ -870,48 +869,6 @@ async function main(): Promise<void> {
     );
     log(`results written to ${values.json}`);
   }
-}
-
-/** Round trip p50 (ms) under which, with no steal during the check, the machine counts as quiet. */
-const QUIET_ROUND_TRIP_MS = 0.4;
-
-/**
- * Waits (at most `minutes`) until a round-trip check finds the machine quiet, logging each check.
- * On a shared virtual machine a run started in a slow spell measures the spell.
- */
-async function waitForQuietMachine(minutes: number): Promise<void> {
-  const deadline = performance.now() + minutes * 60_000;
-  for (;;) {
-    const steal0 = stealSeconds();
-    const trip = await loopbackRoundTrip();
-    const stolen = stealSeconds() - steal0;
-    const quiet = trip.p50 < QUIET_ROUND_TRIP_MS && stolen < 0.1;
-    log(`machine ${quiet ? 'quiet' : 'busy'}: round trip ${renderRoundTrip(trip)}, steal ${fmt(stolen)} s`);
-    if (quiet) return;
-    if (performance.now() + 20_000 > deadline) {
-      log(`no quiet spell within ${minutes} min; starting anyway`);
-      return;
-    }
-    await sleep(20_000);
-  }
-}
-
-/**
- * The machine's state around the run: latency figures on a shared virtual machine move with the
- * host's load, so a reader needs to see how fast a wake-up was and how much CPU time the host took.
- */
-function machineStateLine(
-  before: RoundTrip,
-  after: RoundTrip,
-  stolen: number,
-  elapsed: number,
-  cpus: number,
-): string {
-  return (
-    `Machine state: loopback round trip between two processes (one byte, paced 2 ms) ` +
-    `${renderRoundTrip(before)} before the run, ${renderRoundTrip(after)} after; ` +
-    `steal ${fmt(stolen, 0)} CPU-s over the run (${fmt((stolen / (elapsed * cpus)) * 100, 1)}% of the machine's CPU time).`
-  );
 }
 
 await main();

@@ -66,11 +66,67 @@ export function renderRoundTrip(r: RoundTrip): string {
   return `p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`;
 }
 
-/** Command line: `node bench/support/machine-state.ts` prints the round trip now (about 1.5 s). */
-if (process.argv[1] && import.meta.filename === process.argv[1]) {
+/** A round trip now, and the steal (CPU seconds) while it was measured. */
+export async function checkMachine(): Promise<{ trip: RoundTrip; stolen: number }> {
   const steal0 = stealSeconds();
   const trip = await loopbackRoundTrip();
-  console.log(
-    `loopback round trip ${renderRoundTrip(trip)}; steal ${(stealSeconds() - steal0).toFixed(2)} s`,
+  return { trip, stolen: stealSeconds() - steal0 };
+}
+
+/** Round trip p50 (ms) under which, with no steal during the check, the machine counts as quiet. */
+export const QUIET_ROUND_TRIP_MS = 0.4;
+
+export function isQuiet(check: { trip: RoundTrip; stolen: number }): boolean {
+  return check.trip.p50 < QUIET_ROUND_TRIP_MS && check.stolen < 0.1;
+}
+
+/**
+ * Waits (at most `minutes`, checking every `everyMs`) until a check finds the machine quiet,
+ * logging each check. On a shared virtual machine a run started in a slow spell measures the spell.
+ */
+export async function waitForQuietMachine(
+  minutes: number,
+  log: (message: string) => void,
+  everyMs = 20_000,
+): Promise<void> {
+  const deadline = performance.now() + minutes * 60_000;
+  for (;;) {
+    const check = await checkMachine();
+    const quiet = isQuiet(check);
+    log(
+      `machine ${quiet ? 'quiet' : 'busy'}: round trip ${renderRoundTrip(check.trip)}, steal ${check.stolen.toFixed(2)} s`,
+    );
+    if (quiet) return;
+    if (performance.now() + everyMs > deadline) {
+      log(`no quiet spell within ${minutes} min; starting anyway`);
+      return;
+    }
+    await sleep(everyMs);
+  }
+}
+
+/**
+ * The report's line on the machine's state around a run: latency figures on a shared virtual
+ * machine move with the host's load, so a reader needs to see how fast a wake-up was and how much
+ * CPU time the host took.
+ */
+export function machineStateLine(
+  before: RoundTrip,
+  after: RoundTrip,
+  stolen: number,
+  elapsedSeconds: number,
+  cpus: number,
+): string {
+  const share = (stolen / (elapsedSeconds * cpus)) * 100;
+  return (
+    `Machine state: loopback round trip between two processes (one byte, paced 2 ms) ` +
+    `${renderRoundTrip(before)} before, ${renderRoundTrip(after)} after; ` +
+    `steal ${stolen.toFixed(0)} CPU-s over ${elapsedSeconds.toFixed(0)} s (${share.toFixed(1)}% of the machine's CPU time).`
   );
+}
+
+/** Command line: `node bench/support/machine-state.ts` prints the round trip now (about 1.5 s). */
+if (process.argv[1] && import.meta.filename === process.argv[1]) {
+  const { trip, stolen } = await checkMachine();
+  console.log(`loopback round trip ${renderRoundTrip(trip)}; steal ${stolen.toFixed(2)} s`);
 }

@@ -51,6 +51,13 @@ export class Samples {
   }
 }
 
+/** All the samples of several windows in one. */
+export function pooled(samples: readonly Samples[]): Samples {
+  const all = new Samples();
+  for (const s of samples) all.addAll(s);
+  return all;
+}
+
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
