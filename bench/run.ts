@@ -38,6 +38,7 @@ import {
   renderBudget,
   renderMachine,
   renderTable,
+  signed,
   type BudgetLine,
   type Row,
 } from './support/report.ts';
@@ -304,7 +305,7 @@ function openRows(plan: Plan, results: Map<string, (OpenLoopResult & UpstreamDel
     const p50Rounds = isDirect ? undefined : addedByRound(runs, 50);
     const p99Rounds = isDirect ? undefined : addedByRound(runs, 99);
     const perRound = p99Rounds
-      ? `; added p99 per round ${p99Rounds.map((v) => `${v >= 0 ? '+' : ''}${fmt(v)}`).join(' / ')} (median ${fmt(median(p99Rounds))})`
+      ? `; added p99 per round ${p99Rounds.map((v) => signed(v)).join(' / ')} (median ${signed(median(p99Rounds))})`
       : `; p99 per round ${runs.map((r) => fmt(r.latency.percentile(99))).join(' / ')}`;
     return {
       ...(p50Rounds && p99Rounds ? { addedP50Rounds: p50Rounds, addedP99Rounds: p99Rounds } : {}),
@@ -531,7 +532,7 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
       line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms (median of rounds)`,
       measured:
         row && p50 !== undefined && p99 !== undefined
-          ? `+${fmt(p50)} / +${fmt(p99)} ms (pooled over rounds: +${fmt(row.addedP50)} / +${fmt(row.addedP99)} ms)`
+          ? `${signed(p50)} / ${signed(p99)} ms (pooled over rounds: ${signed(row.addedP50)} / ${signed(row.addedP99)} ms)`
           : 'not run',
       pass: valid(row) && p50 !== undefined && p99 !== undefined ? p50 <= 1 && p99 <= 5 : undefined,
     });
@@ -540,7 +541,7 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
     const row = find('streaming, open loop', `gateway ${kind}`);
     lines.push({
       line: `Streaming, gateway ${kind}: added TTFB p50 <= 1 ms`,
-      measured: row ? `+${fmt(row.addedP50)} ms` : 'not run',
+      measured: row ? `${signed(row.addedP50)} ms` : 'not run',
       pass: valid(row) ? (row.addedP50 ?? Infinity) <= 1 : undefined,
     });
     // Coalescing is judged by whether events keep their own arrival: the share delivered together

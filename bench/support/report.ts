@@ -49,7 +49,8 @@ export function fmt(value: number | undefined, digits = 2): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
-function signed(value: number | undefined, digits = 2): string {
+/** A difference with its sign: `+0.25`, `-0.49`, or a dash when there is none. */
+export function signed(value: number | undefined, digits = 2): string {
   if (value === undefined || Number.isNaN(value)) return dash;
   return `${value >= 0 ? '+' : ''}${fmt(value, digits)}`;
 }
