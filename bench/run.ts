@@ -160,6 +160,8 @@ const QUICK: Plan = {
 
 const SECTIONS = ['closed', 'open', 'stream', 'paced', 'memory', 'reload'] as const;
 type Section = (typeof SECTIONS)[number];
+/** The order sections are measured in (reload last, with a gateway of its own). */
+const MEASURE_ORDER = ['open', 'paced', 'closed', 'stream', 'memory'] as const;
 
 const log = (message: string): void => {
   process.stderr.write(
@@ -653,7 +655,7 @@ async function main(): Promise<void> {
   const proxyName = (proxy: 'floor' | GatewayKind): string =>
     proxy === 'floor' ? 'floor' : `gateway ${proxy}`;
 
-  const rows: Row[] = [];
+  const rowsBySection = new Map<Section, Row[]>();
   let paced: Map<string, PacedSummary> | undefined;
   const ownPids: number[] = [upstreamPid];
   counters = () => upstreamCounters(upstream);
@@ -698,87 +700,96 @@ async function main(): Promise<void> {
         }
       }
 
-      if (only.has('closed')) {
-        const results = await alternate(
-          plan,
-          targets,
-          'closed loop',
-          (target) =>
-            closedLoop(target, upstreamPid, {
-              connections: plan.connections,
-              durationSeconds: plan.closedSeconds,
-            }),
-          (r) => r.cpu,
-          plan.closedRounds,
-        );
-        rows.push(...closedRows(plan, results));
-      }
-      if (only.has('open')) {
-        const results = await alternate(
-          plan,
-          targets,
-          'open loop',
-          (target) =>
-            openLoop(target, upstreamPid, {
-              ratePerSecond: plan.openRate,
-              durationSeconds: plan.openSeconds,
-            }),
-          (r) => r.cpu,
-        );
-        rows.push(...openRows(plan, results));
-      }
-      if (only.has('stream')) {
-        const results = await alternate(
-          plan,
-          streamTargets,
-          'streaming closed loop',
-          (target) =>
-            closedLoopStreams(target, upstreamPid, {
-              concurrency: plan.streamConcurrency,
-              durationSeconds: plan.streamSeconds,
-              chunks: STREAM_CHUNKS,
-            }),
-          (r) => r.cpu,
-        );
-        rows.push(...streamRows(plan, results));
-      }
-      if (only.has('paced')) {
-        const results = await alternate(
-          plan,
-          streamTargets,
-          'streaming open loop',
-          (target) =>
-            openLoopStreams(target, upstreamPid, {
-              ratePerSecond: plan.pacedRate,
-              durationSeconds: plan.pacedSeconds,
-              chunks: STREAM_CHUNKS,
-              intervalMs: plan.pacedIntervalMs,
-            }),
-          (r) => r.cpu,
-        );
-        const summary = pacedRows(plan, results);
-        rows.push(...summary.rows);
-        paced = summary.paced;
-      }
-      if (only.has('memory')) {
-        for (const spec of plan.memory.targets) {
-          const name = `${proxyName(spec.proxy)} (${spec.fresh ? 'fresh process' : 'after the rows above'})`;
-          const fresh = spec.fresh ? await startProxy(spec.proxy, `${spec.proxy}-memory`) : undefined;
-          try {
-            const proxy = fresh ?? running.get(proxyName(spec.proxy))!;
-            await quiet();
-            log(`memory: ${plan.memory.streams} slow streams through ${name}`);
-            const result = await slowStreams(proxyTarget(name, proxy), {
-              streams: plan.memory.streams,
-              chunks: STREAM_CHUNKS,
-              intervalMs: plan.memory.intervalMs,
-              rampBatch: 100,
-            });
-            rows.push(memoryRow(plan, name, result));
-          } finally {
-            await fresh?.stop();
+      // The sections whose verdicts hang on latency tails go first: a quiet spell on a shared machine
+      // lasts minutes, and --start-when-quiet starts the run at the beginning of one.
+      const sections: Record<Exclude<Section, 'reload'>, () => Promise<Row[]>> = {
+        closed: async () => {
+          const results = await alternate(
+            plan,
+            targets,
+            'closed loop',
+            (target) =>
+              closedLoop(target, upstreamPid, {
+                connections: plan.connections,
+                durationSeconds: plan.closedSeconds,
+              }),
+            (r) => r.cpu,
+            plan.closedRounds,
+          );
+          return closedRows(plan, results);
+        },
+        open: async () => {
+          const results = await alternate(
+            plan,
+            targets,
+            'open loop',
+            (target) =>
+              openLoop(target, upstreamPid, {
+                ratePerSecond: plan.openRate,
+                durationSeconds: plan.openSeconds,
+              }),
+            (r) => r.cpu,
+          );
+          return openRows(plan, results);
+        },
+        stream: async () => {
+          const results = await alternate(
+            plan,
+            streamTargets,
+            'streaming closed loop',
+            (target) =>
+              closedLoopStreams(target, upstreamPid, {
+                concurrency: plan.streamConcurrency,
+                durationSeconds: plan.streamSeconds,
+                chunks: STREAM_CHUNKS,
+              }),
+            (r) => r.cpu,
+          );
+          return streamRows(plan, results);
+        },
+        paced: async () => {
+          const results = await alternate(
+            plan,
+            streamTargets,
+            'streaming open loop',
+            (target) =>
+              openLoopStreams(target, upstreamPid, {
+                ratePerSecond: plan.pacedRate,
+                durationSeconds: plan.pacedSeconds,
+                chunks: STREAM_CHUNKS,
+                intervalMs: plan.pacedIntervalMs,
+              }),
+            (r) => r.cpu,
+          );
+          const summary = pacedRows(plan, results);
+          paced = summary.paced;
+          return summary.rows;
+        },
+        memory: async () => {
+          const memoryRows: Row[] = [];
+          for (const spec of plan.memory.targets) {
+            const name = `${proxyName(spec.proxy)} (${spec.fresh ? 'fresh process' : 'after the rows above'})`;
+            const fresh = spec.fresh ? await startProxy(spec.proxy, `${spec.proxy}-memory`) : undefined;
+            try {
+              const proxy = fresh ?? running.get(proxyName(spec.proxy))!;
+              await quiet();
+              log(`memory: ${plan.memory.streams} slow streams through ${name}`);
+              const result = await slowStreams(proxyTarget(name, proxy), {
+                streams: plan.memory.streams,
+                chunks: STREAM_CHUNKS,
+                intervalMs: plan.memory.intervalMs,
+                rampBatch: 100,
+              });
+              memoryRows.push(memoryRow(plan, name, result));
+            } finally {
+              await fresh?.stop();
+            }
           }
-        }
+          return memoryRows;
+        },
+      };
+      for (const section of MEASURE_ORDER) {
+        if (only.has(section)) rowsBySection.set(section, await sections[section]());
       }
     } finally {
       await Promise.all([...running.values()].map((proxy) => proxy.stop()));
@@ -817,7 +828,7 @@ async function main(): Promise<void> {
             (rewrite ? rewriteRuns : staticRuns).push(result);
           }
         }
-        rows.push(...reloadRows(plan, staticRuns, rewriteRuns));
+        rowsBySection.set('reload', reloadRows(plan, staticRuns, rewriteRuns));
       } finally {
         await gateway.stop();
       }
@@ -831,6 +842,8 @@ async function main(): Promise<void> {
   const elapsed = (performance.now() - startedAt) / 1000;
   const machineState = machineStateLine(tripBefore, tripAfter, stolen, elapsed, host.nproc);
   log(machineState);
+  // The table keeps the sections' usual order, whatever order they were measured in.
+  const rows = SECTIONS.flatMap((section) => rowsBySection.get(section) ?? []);
   const budgetLines = budget(rows, paced);
   const configs = GATEWAY_KINDS.map((kind) => `- gateway ${kind}: ${GATEWAY_DESCRIPTIONS[kind]}`).join('\n');
   const output = [
