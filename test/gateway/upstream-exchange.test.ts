@@ -7,8 +7,12 @@ import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatcher } from 'undici';
 import { UpstreamClient } from '../../src/gateway/http/upstream.js';
-import type { UpstreamExchange, UpstreamResponse } from '../../src/gateway/http/upstream-exchange.js';
-import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import type {
+  BodyConsumer,
+  UpstreamExchange,
+  UpstreamResponse,
+} from '../../src/gateway/http/upstream-exchange.js';
+import { jsonReply, sseReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /** Everything the body yields, or the error that ended it (with what arrived before). */
 async function drain(body: Readable): Promise<{ bytes: Buffer; error?: Error & { code?: string } }> {
@@ -367,6 +371,233 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       } finally {
         await front.close();
       }
+    });
+  });
+
+  describe('consume: the body handed to a consumer from the dispatch callbacks', () => {
+    /** Records what a consumer hears; `settled` resolves on the body's end or failure. */
+    class RecordingConsumer implements BodyConsumer {
+      readonly chunks: Buffer[] = [];
+      ends = 0;
+      readonly failures: (Error & { code?: string })[] = [];
+      readonly settled: Promise<void>;
+      #settle!: () => void;
+      readonly #onData: ((chunk: Buffer) => void) | undefined;
+
+      constructor(onData?: (chunk: Buffer) => void) {
+        this.#onData = onData;
+        this.settled = new Promise((resolve) => {
+          this.#settle = resolve;
+        });
+      }
+
+      bodyData(chunk: Buffer): void {
+        this.chunks.push(chunk);
+        this.#onData?.(chunk);
+      }
+
+      bodyEnded(): void {
+        this.ends++;
+        this.#settle();
+      }
+
+      bodyFailed(error: Error): void {
+        this.failures.push(error);
+        this.#settle();
+      }
+
+      get bytes(): Buffer {
+        return Buffer.concat(this.chunks);
+      }
+
+      /** Nothing was heard of the body's end or failure. */
+      get unsettled(): boolean {
+        return this.ends === 0 && this.failures.length === 0;
+      }
+    }
+
+    const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+    it('hands every chunk, then the end, once; the body cannot then be taken another way', async () => {
+      client = new UpstreamClient();
+      upstream.respondWith(sseReply([{ n: 1 }, { n: 2 }, { n: 3 }], 10));
+      const response = await post().response;
+      const consumer = new RecordingConsumer();
+      response.consume(consumer);
+      await consumer.settled;
+      await turn();
+      expect(consumer.bytes.toString()).toBe(
+        'data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\ndata: [DONE]\n\n',
+      );
+      expect(consumer.ends).toBe(1);
+      expect(consumer.failures).toEqual([]);
+      expect(response.forwardTo({} as never, () => {})).toBe(false);
+      expect(() => response.body).toThrow(/consumed/);
+    });
+
+    it('delivers what arrived before it, in order, then the end that arrived too', async () => {
+      client = new UpstreamClient();
+      const ended = new Promise<void>((resolve) => {
+        upstream.respondWith((_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write('data: 1\n\n');
+          setTimeout(() => res.end('data: 2\n\n', resolve), 20);
+        });
+      });
+      const response = await post().response;
+      await ended;
+      await new Promise((r) => setTimeout(r, 50));
+      expect(response.bodyArrived).toBe(true);
+      const consumer = new RecordingConsumer();
+      response.consume(consumer);
+      // Delivered within the call: everything was here already.
+      expect(consumer.bytes.toString()).toBe('data: 1\n\ndata: 2\n\n');
+      expect(consumer.ends).toBe(1);
+    });
+
+    it('pause holds the provider back; a new consumer takes over where it stopped, on resume', async () => {
+      client = new UpstreamClient();
+      const provider = largeBody();
+      const response = await post().response;
+      const first = new RecordingConsumer(() => response.pause());
+      response.consume(first);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(first.chunks.length).toBeGreaterThan(0);
+      expect(provider.written()).toBeGreaterThan(0);
+      expect(provider.written()).toBeLessThan(provider.total / 2);
+      const heldBack = first.bytes.length;
+      const second = new RecordingConsumer();
+      response.consume(second);
+      // Replaced while paused: nothing is delivered until resume.
+      expect(second.chunks).toEqual([]);
+      response.resume();
+      await second.settled;
+      await provider.done;
+      expect(first.bytes.length).toBe(heldBack);
+      expect(first.unsettled).toBe(true);
+      expect(heldBack + second.bytes.length).toBe(provider.total);
+      expect(second.ends).toBe(1);
+      expect(second.failures).toEqual([]);
+    });
+
+    it('abort: the consumer hears UND_ERR_ABORTED once, the provider sees a close', async () => {
+      client = new UpstreamClient();
+      const closed = streamOneFrameAndHold(upstream);
+      const sent = post();
+      const response = await sent.response;
+      let firstChunk!: () => void;
+      const gotFirst = new Promise<void>((resolve) => (firstChunk = resolve));
+      const consumer = new RecordingConsumer(firstChunk);
+      response.consume(consumer);
+      await gotFirst;
+      sent.exchange.abort();
+      sent.exchange.abort();
+      await consumer.settled;
+      expect(await closed).toEqual({ finished: false });
+      await turn();
+      expect(consumer.bytes.toString()).toBe('data: 1\n\n');
+      expect(consumer.failures.map((error) => error.code)).toEqual(['UND_ERR_ABORTED']);
+      expect(consumer.ends).toBe(0);
+    });
+
+    it('an abort while paused is heard when the consumer resumes', async () => {
+      client = new UpstreamClient();
+      const closed = streamOneFrameAndHold(upstream);
+      const sent = post();
+      const response = await sent.response;
+      let firstChunk!: () => void;
+      const gotFirst = new Promise<void>((resolve) => (firstChunk = resolve));
+      const consumer = new RecordingConsumer(() => {
+        response.pause();
+        firstChunk();
+      });
+      response.consume(consumer);
+      await gotFirst;
+      sent.exchange.abort();
+      expect(await closed).toEqual({ finished: false });
+      await turn();
+      expect(consumer.unsettled).toBe(true);
+      response.resume();
+      await consumer.settled;
+      expect(consumer.failures.map((error) => error.code)).toEqual(['UND_ERR_ABORTED']);
+    });
+
+    it('a provider that breaks off: the chunks before the break, then an undici error', async () => {
+      client = new UpstreamClient();
+      upstream.respondWith((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: 1\n\n', () => setTimeout(() => res.socket?.destroy(), 20));
+      });
+      const response = await post().response;
+      const consumer = new RecordingConsumer();
+      response.consume(consumer);
+      await consumer.settled;
+      await turn();
+      expect(consumer.bytes.toString()).toBe('data: 1\n\n');
+      expect(consumer.failures).toHaveLength(1);
+      expect(consumer.failures[0]!.code).toMatch(/^UND_ERR_/);
+      expect(consumer.ends).toBe(0);
+    });
+
+    it('drain reads the rest unseen, so the keep-alive connection serves the next request', async () => {
+      client = new UpstreamClient();
+      const ports: (number | undefined)[] = [];
+      const sentToTheEnd = new Promise<{ finished: boolean }>((resolve) => {
+        upstream.respondWith((_req, res, raw) => {
+          ports.push(raw.socket.remotePort);
+          void closeOf(res).then(resolve);
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write('data: 1\n\n');
+          setTimeout(() => res.end('data: 2\n\ndata: [DONE]\n\n'), 50);
+        });
+      });
+      const response = await post().response;
+      const consumer = new RecordingConsumer(() => response.drain());
+      response.consume(consumer);
+      expect(await sentToTheEnd).toEqual({ finished: true });
+      await turn();
+      expect(consumer.bytes.toString()).toBe('data: 1\n\n');
+      expect(consumer.unsettled).toBe(true);
+
+      // Time for the client to read the end the provider just sent (then the connection is idle).
+      await new Promise((r) => setTimeout(r, 200));
+      upstream.respondWith((_req, res, raw) => {
+        ports.push(raw.socket.remotePort);
+        jsonReply(200, { ok: true })(_req, res, raw);
+      });
+      const next = await post().response;
+      expect(JSON.parse((await drain(next.body)).bytes.toString('utf8'))).toEqual({ ok: true });
+      expect(ports).toHaveLength(2);
+      expect(ports[1]).toBe(ports[0]);
+    });
+
+    it('drain gives up a body that does not end within its grace: the provider sees a close', async () => {
+      client = new UpstreamClient();
+      const closed = streamOneFrameAndHold(upstream);
+      const response = await post().response;
+      let drainedAt = 0;
+      const consumer = new RecordingConsumer(() => {
+        drainedAt = performance.now();
+        response.drain();
+      });
+      response.consume(consumer);
+      expect(await closed).toEqual({ finished: false });
+      // A timer never fires early: the close cannot come before the grace.
+      expect(performance.now() - drainedAt).toBeGreaterThanOrEqual(990);
+      await turn();
+      expect(consumer.unsettled).toBe(true);
+    });
+
+    it('discard aborts the request; the consumer hears nothing more', async () => {
+      client = new UpstreamClient();
+      const closed = streamOneFrameAndHold(upstream);
+      const response = await post().response;
+      const consumer = new RecordingConsumer(() => response.discard());
+      response.consume(consumer);
+      expect(await closed).toEqual({ finished: false });
+      await turn();
+      expect(consumer.bytes.toString()).toBe('data: 1\n\n');
+      expect(consumer.unsettled).toBe(true);
     });
   });
 });

@@ -9,9 +9,26 @@ const BODY_HIGH_WATER_MARK = 64 * 1024;
 export type ForwardFailure = (error: Error) => void;
 
 /**
- * A provider's answer: status and headers, and its body, taken one of two ways (once):
- * `body`, a stream (backpressure reaches the socket), or `forwardTo(res)`, which writes the body
- * to a client response straight from undici's callbacks, without a stream in between.
+ * Takes a body chunk by chunk, straight from undici's callbacks (`UpstreamResponse.consume`).
+ * After `bodyEnded` or `bodyFailed` nothing more is delivered.
+ */
+export interface BodyConsumer {
+  /** The next chunk. The consumer may `pause()` the response here: nothing follows until `resume()`. */
+  bodyData(chunk: Buffer): void;
+  bodyEnded(): void;
+  /** The body broke (undici's error), or the exchange was aborted (`UND_ERR_ABORTED`). */
+  bodyFailed(error: Error): void;
+}
+
+/** How long a body given up by `drain()` may take to reach its end before its connection is dropped. */
+const DRAIN_GRACE_MS = 1_000;
+
+/**
+ * A provider's answer: status and headers, and its body, taken one of three ways (once):
+ * `body`, a stream (backpressure reaches the socket); `forwardTo(res)`, which writes the body
+ * to a client response straight from undici's callbacks, without a stream in between; or
+ * `consume(consumer)`, which hands each chunk to a callback, also without a stream (a stream costs
+ * a buffer, a `data` event and a resume per chunk: for a re-emitted event stream, every event).
  */
 export class UpstreamResponse {
   readonly statusCode: number;
@@ -47,7 +64,43 @@ export class UpstreamResponse {
   forwardTo(res: ServerResponse, onFailure: ForwardFailure): boolean {
     return this.#exchange.forward(res, onFailure);
   }
+
+  /**
+   * Hands the body to `consumer`, chunk by chunk; what arrived before is delivered at once (unless
+   * paused). A later call replaces the consumer: the chunks not delivered yet, and the body's end,
+   * go to the new one. Throws when the body was taken as a stream or forwarded.
+   */
+  consume(consumer: BodyConsumer): void {
+    this.#exchange.consume(consumer);
+  }
+
+  /** Stops deliveries to the consumer, holding the provider back, until `resume()`. */
+  pause(): void {
+    this.#exchange.pauseConsumer();
+  }
+
+  /** Delivers what was held back, then lets the provider's data flow again. */
+  resume(): void {
+    this.#exchange.resumeConsumer();
+  }
+
+  /**
+   * The consumer is done with a body that may not have ended (after `[DONE]` or an error event):
+   * the rest is read and dropped so its keep-alive connection goes back to the pool, unless that
+   * takes longer than a short grace, when the request is aborted. The consumer hears nothing more.
+   */
+  drain(): void {
+    this.#exchange.drainConsumed();
+  }
+
+  /** The consumer drops the body: the request is aborted and the consumer hears nothing more. */
+  discard(): void {
+    this.#exchange.discardConsumed();
+  }
 }
+
+/** The consumer of a body nobody reads any more. */
+const IGNORE_BODY: BodyConsumer = { bodyData() {}, bodyEnded() {}, bodyFailed() {} };
 
 /**
  * Told how a request to a provider went up to its response head: exactly one of the two is called,
@@ -92,19 +145,31 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #onSinkFailure: ForwardFailure | undefined;
   #sinkDone = false;
 
+  #consumer: BodyConsumer | undefined;
+  /** The consumer asked for no deliveries: chunks, and the end, wait in `#early` and `#earlyEnd`. */
+  #consumerPaused = false;
+  /** The consumer has heard the body's end or failure. */
+  #consumerFinished = false;
+  /** undici is done with the body (ended or failed): it can no longer be aborted. */
+  #bodyComplete = false;
+  #drainTimer: NodeJS.Timeout | undefined;
+
   constructor(listener: HeadListener) {
     this.#listener = listener;
   }
 
   /**
    * Gives the request up: before the response head the listener hears `UND_ERR_ABORTED`,
-   * afterwards the body fails with that error (a stream is destroyed with it; a forward stops
-   * writing and reports nothing, its client being gone). Idempotent.
+   * afterwards the body fails with that error (a stream is destroyed with it; a consumer hears it,
+   * at once or when it resumes; a forward stops writing and reports nothing, its client being
+   * gone). Idempotent.
    */
   abort(): void {
     if (this.#aborted) return;
     this.#aborted = true;
-    if (this.#sink) {
+    if (this.#consumer) {
+      this.#abortConsumed();
+    } else if (this.#sink) {
       if (this.#sinkDone) return;
       this.#sinkDone = true;
       this.#controller?.abort(new errors.RequestAbortedError());
@@ -123,6 +188,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   bodyStream(): Readable {
     if (this.#body) return this.#body;
+    if (this.#consumer) throw new Error('the upstream body is being consumed already');
     if (this.#sink) throw new Error('the upstream body is being forwarded already');
     const body = new UpstreamBody(this.#controller!);
     this.#body = body;
@@ -136,7 +202,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   }
 
   forward(res: ServerResponse, onFailure: ForwardFailure): boolean {
-    if (this.#body || this.#sink) return false;
+    if (this.#body || this.#sink || this.#consumer) return false;
     this.#sink = res;
     this.#onSinkFailure = onFailure;
     let room = true;
@@ -155,6 +221,90 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       this.#controller!.resume();
     }
     return true;
+  }
+
+  consume(consumer: BodyConsumer): void {
+    if (this.#body || this.#sink) throw new Error('the upstream body was taken another way already');
+    this.#consumer = consumer;
+    if (!this.#consumerPaused) this.#deliverHeld();
+  }
+
+  pauseConsumer(): void {
+    if (this.#consumerPaused) return;
+    this.#consumerPaused = true;
+    if (!this.#bodyComplete) this.#controller!.pause();
+  }
+
+  resumeConsumer(): void {
+    if (!this.#consumerPaused) return;
+    this.#consumerPaused = false;
+    this.#deliverHeld();
+  }
+
+  drainConsumed(): void {
+    this.#consumer = IGNORE_BODY;
+    this.#early = [];
+    this.#earlyBytes = 0;
+    this.#consumerPaused = false;
+    if (this.#bodyComplete) return;
+    this.#drainTimer = setTimeout(abortExchange, DRAIN_GRACE_MS, this);
+    this.#drainTimer.unref();
+    if (this.#controller!.paused) this.#controller!.resume();
+  }
+
+  discardConsumed(): void {
+    this.#consumer = IGNORE_BODY;
+    this.abort();
+  }
+
+  /**
+   * Delivers the chunks, then the end, that wait for the consumer, for as long as it does not pause;
+   * then lets the provider's data flow again.
+   */
+  #deliverHeld(): void {
+    const consumer = this.#consumer!;
+    while (this.#early.length > 0) {
+      const chunk = this.#early.shift()!;
+      this.#earlyBytes -= chunk.length;
+      consumer.bodyData(chunk);
+      // The consumer paused, was replaced, or dropped the body while taking this chunk.
+      if (this.#consumerPaused || this.#consumer !== consumer) return;
+    }
+    if (this.#earlyEnd !== undefined) {
+      const end = this.#earlyEnd;
+      this.#earlyEnd = undefined;
+      this.#finishConsumer(end);
+    } else if (!this.#bodyComplete && this.#controller!.paused) {
+      this.#controller!.resume();
+    }
+  }
+
+  /** The body ended (true) or failed: the consumer hears it now, or when it resumes. */
+  #finishConsumer(end: true | Error): void {
+    if (this.#consumerFinished) return;
+    if (this.#consumerPaused || this.#early.length > 0) {
+      this.#earlyEnd = end;
+      return;
+    }
+    this.#consumerFinished = true;
+    clearTimeout(this.#drainTimer);
+    if (end === true) this.#consumer!.bodyEnded();
+    else this.#consumer!.bodyFailed(end);
+  }
+
+  /**
+   * An abort reaches the consumer as `UND_ERR_ABORTED`, in place of whatever still waits for it
+   * (even a held end: the body was given up before the consumer heard it).
+   */
+  #abortConsumed(): void {
+    if (this.#consumerFinished) return;
+    this.#early = [];
+    this.#earlyBytes = 0;
+    this.#earlyEnd = undefined;
+    const error = new errors.RequestAbortedError();
+    // undici reports the abort through onResponseError, unless it is done with the body already.
+    if (this.#bodyComplete) this.#finishConsumer(error);
+    else this.#controller!.abort(error);
   }
 
   /** The client's socket drained: let the provider's data flow again. */
@@ -181,6 +331,12 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const consumer = this.#consumer;
+    // Straight to the consumer, unless it paused or earlier chunks still wait for it.
+    if (consumer !== undefined && !this.#consumerPaused && this.#early.length === 0) {
+      consumer.bodyData(chunk);
+      return;
+    }
     const sink = this.#sink;
     if (sink !== undefined) {
       if (this.#sinkDone) return;
@@ -202,6 +358,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    this.#bodyComplete = true;
+    if (this.#consumer !== undefined) {
+      this.#finishConsumer(true);
+      return;
+    }
     if (this.#sink !== undefined) {
       if (this.#sinkDone) return;
       this.#sinkDone = true;
@@ -220,6 +381,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (!this.#settled) {
       this.#settled = true;
       process.nextTick(deliverHeadFailure, this.#listener, error);
+      return;
+    }
+    this.#bodyComplete = true;
+    if (this.#consumer !== undefined) {
+      this.#finishConsumer(error);
       return;
     }
     if (this.#sink !== undefined) {
@@ -245,6 +411,10 @@ function deliverHead(listener: HeadListener, response: UpstreamResponse): void {
 
 function deliverHeadFailure(listener: HeadListener, error: Error): void {
   listener.headFailed(error);
+}
+
+function abortExchange(exchange: UpstreamExchange): void {
+  exchange.abort();
 }
 
 function resumeForward(this: UpstreamExchange): void {

@@ -1,13 +1,13 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { UpstreamResponse } from '../http/upstream-exchange.js';
+import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders, isEventStream } from '../http/headers.js';
 import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
 import type { Attempt } from './attempt.js';
-import { discard, release } from './read-upstream.js';
+import { discard } from './read-upstream.js';
 import type { RequestContext } from './context.js';
 
 export interface CommitDeps {
@@ -184,7 +184,8 @@ export function logAndDropErrorBody(
 /**
  * Streams a transformed (sanitized) SSE response after the commit point: every upstream chunk goes
  * through the transform, its output is written with backpressure, and the transform's state decides
- * how the stream ends. A `[DONE]` reaches the client only if the provider sent one.
+ * how the stream ends. A `[DONE]` reaches the client only if the provider sent one. The body was
+ * paused at the commit point; the pump takes it from there.
  */
 export function pumpTransformed(
   ctx: RequestContext,
@@ -193,34 +194,75 @@ export function pumpTransformed(
   transform: SseSanitizeTransform,
   deps: CommitDeps,
 ): void {
-  const { res } = ctx;
-  const body = response.body;
-  let finished = false;
   if (ctx.isClosed) {
     // The client left between the commit point and here.
-    discard(body);
+    response.discard();
     attempt.release();
     return;
   }
-  const finish = (how: 'end' | 'destroy'): void => {
-    if (finished) return;
-    finished = true;
-    body.off('data', onData);
-    body.off('end', onEnd);
-    if (how === 'end') {
-      // The stream is complete for the client; the rest of the body only returns the connection.
-      release(body);
-      res.end();
+  const pump = new TransformPump(ctx, attempt, response, transform, deps);
+  ctx.res.once('close', () => pump.clientClosed());
+  response.consume(pump);
+  response.resume();
+}
+
+/**
+ * The consumer of a transformed stream's body: each chunk is transformed and written from
+ * undici's callback, with no stream or per-chunk closure in between (this runs once per event).
+ */
+class TransformPump implements BodyConsumer {
+  readonly #ctx: RequestContext;
+  readonly #attempt: Attempt;
+  readonly #response: UpstreamResponse;
+  readonly #transform: SseSanitizeTransform;
+  readonly #deps: CommitDeps;
+  #finished = false;
+
+  constructor(
+    ctx: RequestContext,
+    attempt: Attempt,
+    response: UpstreamResponse,
+    transform: SseSanitizeTransform,
+    deps: CommitDeps,
+  ) {
+    this.#ctx = ctx;
+    this.#attempt = attempt;
+    this.#response = response;
+    this.#transform = transform;
+    this.#deps = deps;
+  }
+
+  bodyData(chunk: Buffer): void {
+    this.#apply(this.#transform.push(chunk));
+  }
+
+  bodyEnded(): void {
+    this.#apply(this.#transform.end());
+  }
+
+  bodyFailed(error: Error): void {
+    if (this.#finished || this.#ctx.isClosed) return;
+    upstreamBodyFailed(this.#ctx, this.#attempt, error, this.#deps);
+    if (this.#attempt.mode.kind === 'strict') {
+      // Strict clients get an error event they can act on; no `[DONE]` follows it.
+      this.#ctx.res.write(invalidUpstreamResponseEvent());
+      this.#finish('end');
     } else {
-      discard(body);
-      cutResponse(res);
+      this.#finish('destroy');
     }
-    attempt.release();
-  };
-  const apply = (step: SseStep | ReturnType<SseSanitizeTransform['end']>): void => {
+  }
+
+  clientClosed(): void {
+    this.#finish('destroy');
+  }
+
+  #apply(step: SseStep | ReturnType<SseSanitizeTransform['end']>): void {
+    if (this.#finished) return;
+    const res = this.#ctx.res;
     if (step.output.length > 0 && !res.write(step.output)) {
-      body.pause();
-      res.once('drain', () => body.resume());
+      const response = this.#response;
+      response.pause();
+      res.once('drain', () => response.resume());
     }
     switch (step.state) {
       case 'open':
@@ -228,40 +270,32 @@ export function pumpTransformed(
       case 'done':
       case 'error_event':
       case 'clean':
-        finish('end');
+        this.#finish('end');
         return;
       case 'overflow':
-        deps.logger.warn(
-          { model: ctx.model, provider: attempt.provider.name, ...step.overflow },
+        this.#deps.logger.warn(
+          { model: this.#ctx.model, provider: this.#attempt.provider.name, ...step.overflow },
           'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
         );
-        finish('destroy');
+        this.#finish('destroy');
         return;
       case 'incomplete':
-        finish('destroy');
+        this.#finish('destroy');
         return;
     }
-  };
-  const onData = (chunk: Buffer): void => apply(transform.push(chunk));
-  const onEnd = (): void => apply(transform.end());
-  body.on('data', onData);
-  body.on('end', onEnd);
-  const onError = (error: Error): void => {
-    if (finished || ctx.isClosed) return;
-    upstreamBodyFailed(ctx, attempt, error, deps);
-    if (attempt.mode.kind === 'strict') {
-      // Strict clients get an error event they can act on; no `[DONE]` follows it.
-      res.write(invalidUpstreamResponseEvent());
-      finish('end');
+  }
+
+  #finish(how: 'end' | 'destroy'): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (how === 'end') {
+      // The stream is complete for the client; the rest of the body only returns the connection.
+      this.#response.drain();
+      this.#ctx.res.end();
     } else {
-      finish('destroy');
+      this.#response.discard();
+      cutResponse(this.#ctx.res);
     }
-  };
-  body.on('error', onError);
-  res.once('close', () => finish('destroy'));
-  // The body may have ended (or failed) already: its 'end' is emitted on the next tick after the
-  // last chunk, before the inspection's caller got here to listen for it.
-  if (body.errored) onError(body.errored);
-  else if (body.readableEnded) onEnd();
-  else body.resume();
+    this.#attempt.release();
+  }
 }

@@ -1,8 +1,60 @@
 import type { Readable } from 'node:stream';
+import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.js';
 
 function ignore(): void {}
 
 export type ReadStop = { kind: 'stopped' } | { kind: 'ended' } | { kind: 'failed'; error: Error };
+
+const STOPPED: ReadStop = { kind: 'stopped' };
+const ENDED: ReadStop = { kind: 'ended' };
+
+/**
+ * `readUntil` for a body taken chunk by chunk (`UpstreamResponse.consume`): when `onChunk`
+ * returns true the response is paused, and whoever consumes it next resumes it.
+ */
+export function consumeUntil(
+  response: UpstreamResponse,
+  onChunk: (chunk: Buffer) => boolean,
+): Promise<ReadStop> {
+  return new Promise((resolve) => response.consume(new ReaderUntil(response, onChunk, resolve)));
+}
+
+class ReaderUntil implements BodyConsumer {
+  readonly #response: UpstreamResponse;
+  readonly #onChunk: (chunk: Buffer) => boolean;
+  readonly #resolve: (stop: ReadStop) => void;
+  #done = false;
+
+  constructor(
+    response: UpstreamResponse,
+    onChunk: (chunk: Buffer) => boolean,
+    resolve: (stop: ReadStop) => void,
+  ) {
+    this.#response = response;
+    this.#onChunk = onChunk;
+    this.#resolve = resolve;
+  }
+
+  bodyData(chunk: Buffer): void {
+    if (this.#done || !this.#onChunk(chunk)) return;
+    this.#response.pause();
+    this.#finish(STOPPED);
+  }
+
+  bodyEnded(): void {
+    this.#finish(ENDED);
+  }
+
+  bodyFailed(error: Error): void {
+    this.#finish({ kind: 'failed', error });
+  }
+
+  #finish(stop: ReadStop): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#resolve(stop);
+  }
+}
 
 /**
  * Feeds the upstream body to `onChunk` until it returns true (the stream is then paused, ready to be
@@ -66,23 +118,4 @@ export async function readAll(body: Readable, maxBytes: number): Promise<ReadAll
 export function discard(body: Readable): void {
   body.on('error', ignore);
   body.destroy();
-}
-
-/** How long a finished-with body may take to reach its end before its connection is given up. */
-const DRAIN_GRACE_MS = 1_000;
-
-/**
- * Lets a body the gateway no longer needs (after `[DONE]` or an error event) run to its end, so its
- * keep-alive connection goes back to the pool instead of being torn down; a body that does not end
- * within a short grace is discarded.
- */
-export function release(body: Readable): void {
-  body.on('error', ignore);
-  if (body.readableEnded || body.destroyed) return;
-  const timer = setTimeout(() => body.destroy(), DRAIN_GRACE_MS);
-  timer.unref();
-  body.once('end', () => clearTimeout(timer));
-  body.once('close', () => clearTimeout(timer));
-  body.on('data', ignore);
-  body.resume();
 }

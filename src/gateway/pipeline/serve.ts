@@ -26,7 +26,7 @@ import {
   type CommitDeps,
 } from './commit.js';
 import type { RequestContext } from './context.js';
-import { discard, readAll, readUntil, release } from './read-upstream.js';
+import { consumeUntil, discard, readAll, readUntil } from './read-upstream.js';
 
 const ERROR_KEY = Buffer.from('"error"');
 
@@ -323,7 +323,7 @@ async function serveTransformedStream(
   let held = '';
   let committedBy: 'first' | 'terminal' | undefined;
   let embedded: number | undefined;
-  const stop = await readUntil(response.body, (chunk) => {
+  const stop = await consumeUntil(response, (chunk) => {
     const step = transform.push(chunk);
     held += step.output;
     if (step.firstDataFrame && mode.kind === 'strict') attempt.probe?.firstToken(attempt.elapsedMs());
@@ -349,13 +349,13 @@ async function serveTransformedStream(
   if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
   if (ctx.isClosed) {
     // The client left while the first frame was awaited: nothing to commit.
-    discard(response.body);
+    response.discard();
     attempt.release();
     return COMMITTED;
   }
 
   if (embedded !== undefined && abandonsFor(ctx, attempt, embedded, canRetry)) {
-    discard(response.body);
+    response.discard();
     return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
   }
   attempt.cancelDeadline();
@@ -376,11 +376,11 @@ async function serveTransformedStream(
   }
   if (committedBy === 'terminal') {
     if (transform.state === 'overflow') {
-      discard(response.body);
+      response.discard();
       logOverflow(ctx, attempt, deps);
       cutResponse(ctx.res);
     } else {
-      release(response.body);
+      response.drain();
       ctx.res.end();
     }
     attempt.release();
