@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
-import { startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
+import {
+  chatChunkEvent as chunk,
+  startUpstream,
+  type RecordingUpstream,
+  type UpstreamHandler,
+} from '../helpers/upstream.js';
 
 /**
  * Strict streams at the edges of the commit point: terminal states arriving in the same read as
@@ -28,15 +33,6 @@ beforeEach(() => {
 });
 
 const chat = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }] });
-
-const chunk = (content: string) =>
-  `data: ${JSON.stringify({
-    id: 'c',
-    object: 'chat.completion.chunk',
-    created: 1,
-    model: 'up',
-    choices: [{ index: 0, delta: { content }, finish_reason: null }],
-  })}\n\n`;
 
 interface Read {
   status: number;

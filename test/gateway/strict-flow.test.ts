@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { chatChunkEvent as chunk, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * How a re-emitted (strict) stream flows after its commit point: a client that does not read holds
@@ -22,15 +22,6 @@ afterAll(async () => {
   await gateway?.stop();
   await up?.close();
 });
-
-const chunk = (content: string): string =>
-  `data: ${JSON.stringify({
-    id: 'c',
-    object: 'chat.completion.chunk',
-    created: 1,
-    model: 'up',
-    choices: [{ index: 0, delta: { content }, finish_reason: null }],
-  })}\n\n`;
 
 const REQUEST_BODY = JSON.stringify({
   model: 'u',

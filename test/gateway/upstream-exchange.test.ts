@@ -418,6 +418,13 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
 
     const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+    /** A callback for a consumer's first chunk, and a promise of that chunk's arrival. */
+    function firstChunkSignal(): { arrived: Promise<void>; signal: () => void } {
+      let signal!: () => void;
+      const arrived = new Promise<void>((resolve) => (signal = resolve));
+      return { arrived, signal };
+    }
+
     it('hands every chunk, then the end, once; the body cannot then be taken another way', async () => {
       client = new UpstreamClient();
       upstream.respondWith(sseReply([{ n: 1 }, { n: 2 }, { n: 3 }], 10));
@@ -485,11 +492,10 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       const closed = streamOneFrameAndHold(upstream);
       const sent = post();
       const response = await sent.response;
-      let firstChunk!: () => void;
-      const gotFirst = new Promise<void>((resolve) => (firstChunk = resolve));
-      const consumer = new RecordingConsumer(firstChunk);
+      const first = firstChunkSignal();
+      const consumer = new RecordingConsumer(first.signal);
       response.consume(consumer);
-      await gotFirst;
+      await first.arrived;
       sent.exchange.abort();
       sent.exchange.abort();
       await consumer.settled;
@@ -505,14 +511,13 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       const closed = streamOneFrameAndHold(upstream);
       const sent = post();
       const response = await sent.response;
-      let firstChunk!: () => void;
-      const gotFirst = new Promise<void>((resolve) => (firstChunk = resolve));
+      const first = firstChunkSignal();
       const consumer = new RecordingConsumer(() => {
         response.pause();
-        firstChunk();
+        first.signal();
       });
       response.consume(consumer);
-      await gotFirst;
+      await first.arrived;
       sent.exchange.abort();
       expect(await closed).toEqual({ finished: false });
       await turn();

@@ -29,6 +29,17 @@ export const OK_COMPLETION = {
   choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
 };
 
+/** One SSE event carrying a text-only chat completion chunk with `content`, as a provider writes it. */
+export function chatChunkEvent(content: string): string {
+  return `data: ${JSON.stringify({
+    id: 'c',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'up',
+    choices: [{ index: 0, delta: { content }, finish_reason: null }],
+  })}\n\n`;
+}
+
 export type UpstreamHandler = (
   req: RecordedRequest,
   res: ServerResponse,
