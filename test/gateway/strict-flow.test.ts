@@ -114,9 +114,11 @@ describe('a strict stream after its commit point', () => {
 
   it('after [DONE] the rest of the provider response is read and its connection serves the next stream', async () => {
     const ports: (number | undefined)[] = [];
+    let firstSocket: Socket | undefined;
     const firstEnded = new Promise<{ finished: boolean }>((resolve) => {
       up.respondWith((_req, res, raw) => {
         ports.push(raw.socket.remotePort);
+        firstSocket = raw.socket;
         void closeOf(res).then(resolve);
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(chunk('a') + chunk('b') + 'data: [DONE]\n\n');
@@ -132,8 +134,10 @@ describe('a strict stream after its commit point', () => {
     const text = await first.text();
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(await firstEnded).toEqual({ finished: true });
-    // Time for the gateway to read the end the provider just sent (then the connection is idle).
-    await new Promise((r) => setTimeout(r, 200));
+    // Past the gateway's 1 s grace for reading the rest: a connection that was not read to its end
+    // would be closed by now.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(firstSocket?.destroyed).toBe(false);
 
     up.respondWith((_req, res, raw) => {
       ports.push(raw.socket.remotePort);

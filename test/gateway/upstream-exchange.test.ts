@@ -564,8 +564,13 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
       expect(consumer.bytes.toString()).toBe('data: 1\n\n');
       expect(consumer.unsettled).toBe(true);
 
-      // Time for the client to read the end the provider just sent (then the connection is idle).
-      await new Promise((r) => setTimeout(r, 200));
+      // The client reads the end the provider sent: its one connection is then idle, not closed.
+      const idle = (): boolean => {
+        const stats = client.agent.stats[upstream.url];
+        return stats !== undefined && stats.connected === 1 && stats.free === 1;
+      };
+      for (let i = 0; i < 200 && !idle(); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(idle()).toBe(true);
       upstream.respondWith((_req, res, raw) => {
         ports.push(raw.socket.remotePort);
         jsonReply(200, { ok: true })(_req, res, raw);
