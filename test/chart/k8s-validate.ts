@@ -1,6 +1,8 @@
 /**
  * Offline validation of rendered objects against the Kubernetes OpenAPI schemas, with the
- * validators kubernetes-models compiles from them (a recent Kubernetes release).
+ * validators kubernetes-models compiles from them (a recent Kubernetes release), and of the
+ * Prometheus Operator's objects against their CRDs' schemas (crd-validate.ts; their metadata
+ * against ObjectMeta).
  *
  * Those validators check types, required fields and enums but, like the OpenAPI schemas, accept
  * unknown fields, which is how a misspelled key (`topologySpreadConstraint`) slips through. So the
@@ -18,6 +20,7 @@ import { validate as validateDeployment } from 'kubernetes-models/_schemas/IoK8s
 import { validate as validateHpa } from 'kubernetes-models/_schemas/IoK8sApiAutoscalingV2HorizontalPodAutoscaler';
 import { validate as validateNetworkPolicy } from 'kubernetes-models/_schemas/IoK8sApiNetworkingV1NetworkPolicy';
 import { validate as validatePdb } from 'kubernetes-models/_schemas/IoK8sApiPolicyV1PodDisruptionBudget';
+import { validateCustomResource } from './crd-validate.ts';
 
 interface AjvError {
   instancePath: string;
@@ -39,7 +42,7 @@ const VALIDATORS: Record<string, Validator> = {
   'policy/v1/PodDisruptionBudget': validatePdb as Validator,
 };
 
-/** Kinds outside the core API (Prometheus Operator CRDs): checked structurally by the chart tests. */
+/** Kinds outside the core API (Prometheus Operator CRDs): checked against the CRDs' schemas. */
 export const CUSTOM_KINDS = new Set([
   'monitoring.coreos.com/v1/ServiceMonitor',
   'monitoring.coreos.com/v1/PodMonitor',
@@ -88,19 +91,11 @@ export interface ValidationProblem {
   message: string;
 }
 
-/**
- * Problems of one object: schema violations, then unknown fields. An unknown `apiVersion`/`kind`
- * is a problem too, unless it is one of CUSTOM_KINDS.
- */
-export function validateObject(object: { apiVersion?: unknown; kind?: unknown }): ValidationProblem[] {
-  const key = `${String(object.apiVersion)}/${String(object.kind)}`;
-  if (CUSTOM_KINDS.has(key)) return [];
-  const validate = VALIDATORS[key];
-  if (!validate) return [{ path: '', message: `no schema for ${key}` }];
-
+/** Schema violations, then unknown fields, of `data` against one compiled validator. */
+function validateWith(validate: Validator, data: unknown): ValidationProblem[] {
   const accesses = new Map<object, Access>();
   const paths = new Map<object, string>();
-  const copy: unknown = structuredClone(object);
+  const copy: unknown = structuredClone(data);
   const ok = validate(track(copy, accesses, paths, ''));
   const problems: ValidationProblem[] = ok
     ? []
@@ -118,4 +113,27 @@ export function validateObject(object: { apiVersion?: unknown; kind?: unknown })
     }
   }
   return problems;
+}
+
+/**
+ * Problems of one object: schema violations, then unknown fields. An unknown `apiVersion`/`kind`
+ * is a problem too. CUSTOM_KINDS are checked against their CRD's openAPIV3Schema, their metadata
+ * against ObjectMeta.
+ */
+export function validateObject(object: { apiVersion?: unknown; kind?: unknown }): ValidationProblem[] {
+  const key = `${String(object.apiVersion)}/${String(object.kind)}`;
+  if (CUSTOM_KINDS.has(key)) {
+    const metadata = (object as { metadata?: unknown }).metadata;
+    // ObjectMeta through a ConfigMap that holds nothing else (kubernetes-models exports no
+    // standalone ObjectMeta validator).
+    return [
+      ...(metadata === undefined
+        ? [{ path: '/metadata', message: 'required' }]
+        : validateWith(validateConfigMap as Validator, { apiVersion: 'v1', kind: 'ConfigMap', metadata })),
+      ...validateCustomResource(object),
+    ];
+  }
+  const validate = VALIDATORS[key];
+  if (!validate) return [{ path: '', message: `no schema for ${key}` }];
+  return validateWith(validate, object);
 }
