@@ -342,6 +342,14 @@ describe('rollout safety and scaling', () => {
     });
   });
 
+  it('Recreate renders once rollingUpdate is removed', () => {
+    const objects = render({
+      valuesFiles: [cases.find((c) => c.name === 'default')!.file],
+      setJson: { strategy: { type: 'Recreate', rollingUpdate: null } },
+    });
+    expect(deploymentOf(objects).strategy).toEqual({ type: 'Recreate' });
+  });
+
   it('a PodDisruptionBudget exists exactly when more than one replica does', () => {
     const pdbOf = (name: string) => findObject(objectsOf(name), 'PodDisruptionBudget');
     expect(pdbOf('default')).toBeUndefined(); // replicas 1
@@ -640,6 +648,16 @@ describe('rules that span several values', () => {
         metrics: { skipCrdCheck: true, serviceMonitor: { enabled: true } },
       },
       'needs adminService.enabled',
+    ],
+    [
+      'Recreate with the default rollingUpdate still merged in',
+      { strategy: { type: 'Recreate' } },
+      'strategy.type Recreate does not take strategy.rollingUpdate',
+    ],
+    [
+      'an unknown strategy type',
+      { strategy: { type: 'BlueGreen' } },
+      'strategy.type "BlueGreen" is not a Deployment strategy',
     ],
     [
       'autoscaling bounds reversed',

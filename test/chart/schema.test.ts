@@ -102,11 +102,141 @@ describe('values.schema.json', () => {
       "at '/podDisruptionBudget/unhealthyPodEvictionPolicy'",
     ],
     ['a non-string annotation', { podAnnotations: { a: 1 } }, "at '/podAnnotations/a'"],
+    [
+      'a misspelled container security context field',
+      { securityContext: { readOnlyRootFileSystem: true } },
+      "at '/securityContext': additional properties 'readOnlyRootFileSystem' not allowed",
+    ],
+    [
+      'a misspelled nested security context field',
+      { securityContext: { capabilities: { dorp: ['ALL'] } } },
+      "at '/securityContext/capabilities': additional properties 'dorp' not allowed",
+    ],
+    [
+      'a user name where the pod security context wants a uid',
+      { podSecurityContext: { runAsUser: 'nobody' } },
+      "at '/podSecurityContext/runAsUser'",
+    ],
+    [
+      'a memory limit in MB (not a Kubernetes quantity)',
+      { resources: { limits: { memory: '512MB' } } },
+      "at '/resources/limits/memory'",
+    ],
+    [
+      'requests misspelled',
+      { resources: { request: { cpu: '1' } } },
+      "additional properties 'request' not allowed",
+    ],
+    [
+      'a misspelled rolling update field',
+      { strategy: { rollingUpdate: { maxSurg: 1 } } },
+      "at '/strategy/rollingUpdate': additional properties 'maxSurg' not allowed",
+    ],
+    [
+      'a misspelled affinity',
+      { affinity: { nodeAfinity: {} } },
+      "at '/affinity': additional properties 'nodeAfinity' not allowed",
+    ],
+    [
+      'an unknown key in the simulator sidecar resources',
+      { simulator: { sidecar: { resources: { limit: { memory: '1Gi' } } } } },
+      "at '/simulator/sidecar/resources': additional properties 'limit' not allowed",
+    ],
+    [
+      'a misspelled toleration field',
+      { tolerations: [{ key: 'dedicated', opertor: 'Exists' }] },
+      "at '/tolerations/0': additional properties 'opertor' not allowed",
+    ],
+    [
+      'a spread constraint without topologyKey',
+      { topologySpreadConstraints: [{ maxSkew: 1, whenUnsatisfiable: 'ScheduleAnyway' }] },
+      "at '/topologySpreadConstraints/0': missing property 'topologyKey'",
+    ],
+    [
+      'a misspelled network policy peer',
+      { networkPolicy: { proxyFrom: [{ namespaceSelecter: {} }] } },
+      "at '/networkPolicy/proxyFrom/0': additional properties 'namespaceSelecter' not allowed",
+    ],
+    [
+      'a misspelled autoscaling behavior',
+      { autoscaling: { behavior: { scaleDown: { stabilisationWindowSeconds: 60 } } } },
+      "additional properties 'stabilisationWindowSeconds' not allowed",
+    ],
   ])('refuses %s', async ([, values, message], { expect }) => {
     const result = await templateAsync({ setJson: { ...withTarget, ...values } });
     expect(result.status).not.toBe(0);
     expect(result.stderr).toContain("values don't meet the specifications of the schema");
     expect(result.stderr).toContain(message);
+  });
+
+  it('takes the Kubernetes objects from the Kubernetes OpenAPI spec, unknown keys refused', () => {
+    const schema = JSON.parse(readFileSync(SCHEMA_FILE, 'utf8')) as {
+      properties: Record<
+        string,
+        { $ref?: string; items?: { $ref?: string }; properties?: Record<string, unknown> }
+      >;
+      $defs: Record<string, { additionalProperties?: unknown; properties?: Record<string, unknown> }>;
+    };
+    const refOf = (path: string): string | undefined => {
+      let node: unknown = schema;
+      for (const part of path.split('.'))
+        node = (node as { properties: Record<string, unknown> }).properties[part];
+      const value = node as { $ref?: string; items?: { $ref?: string } };
+      return value.$ref ?? value.items?.$ref;
+    };
+    expect(
+      Object.fromEntries(
+        [
+          'resources',
+          'securityContext',
+          'podSecurityContext',
+          'strategy',
+          'affinity',
+          'simulator.sidecar.resources',
+          'tolerations',
+          'topologySpreadConstraints',
+          'imagePullSecrets',
+          'autoscaling.behavior',
+          'networkPolicy.proxyFrom',
+          'networkPolicy.adminNamespaceSelector',
+          'networkPolicy.egress.to',
+        ].map((path) => [path, refOf(path)]),
+      ),
+    ).toEqual({
+      resources: '#/$defs/io.k8s.api.core.v1.ResourceRequirements',
+      securityContext: '#/$defs/io.k8s.api.core.v1.SecurityContext',
+      podSecurityContext: '#/$defs/io.k8s.api.core.v1.PodSecurityContext',
+      strategy: '#/$defs/io.k8s.api.apps.v1.DeploymentStrategy',
+      affinity: '#/$defs/io.k8s.api.core.v1.Affinity',
+      'simulator.sidecar.resources': '#/$defs/io.k8s.api.core.v1.ResourceRequirements',
+      tolerations: '#/$defs/io.k8s.api.core.v1.Toleration',
+      topologySpreadConstraints: '#/$defs/io.k8s.api.core.v1.TopologySpreadConstraint',
+      imagePullSecrets: '#/$defs/io.k8s.api.core.v1.LocalObjectReference',
+      'autoscaling.behavior': '#/$defs/io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior',
+      'networkPolicy.proxyFrom': '#/$defs/io.k8s.api.networking.v1.NetworkPolicyPeer',
+      'networkPolicy.adminNamespaceSelector': '#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector',
+      'networkPolicy.egress.to': '#/$defs/io.k8s.api.networking.v1.NetworkPolicyEgressRule',
+    });
+    const securityContext = schema.$defs['io.k8s.api.core.v1.SecurityContext']!;
+    expect(securityContext.additionalProperties).toBe(false);
+    expect(Object.keys(securityContext.properties ?? {})).toEqual(
+      expect.arrayContaining(['readOnlyRootFilesystem', 'runAsNonRoot', 'capabilities', 'seccompProfile']),
+    );
+    // Every referenced definition is present.
+    for (const ref of JSON.stringify(schema).matchAll(/"\$ref":"#\/\$defs\/([^"]+)"/g))
+      expect(schema.$defs, ref[1]).toHaveProperty([ref[1]!]);
+  });
+
+  it('accepts Kubernetes quantities as numbers or strings and int-or-string surges', () => {
+    const result = template({
+      setJson: {
+        ...withTarget,
+        resources: { requests: { cpu: 0.5, memory: '128Mi' }, limits: { cpu: 2, memory: '1.5Gi' } },
+        strategy: { rollingUpdate: { maxSurge: '25%', maxUnavailable: 0 } },
+      },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
   });
 
   it('accepts every CI scenario and a digest in the right form', () => {

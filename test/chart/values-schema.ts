@@ -5,9 +5,13 @@
  * `make chart-golden`; test/chart/schema.test.ts fails when the committed file is stale.
  *
  * Strictness: every object the chart defines rejects unknown keys. Kubernetes objects passed
- * through verbatim (resources, affinity, security contexts, extra containers, ...) are only checked
- * to be objects or lists here; the API server and the render tests (kubernetes-models) check them.
+ * through verbatim (resources, affinity, security contexts, the update strategy, tolerations, ...)
+ * are checked against the Kubernetes schemas of the release pinned in k8s-openapi.ts, unknown keys
+ * refused too. Lists rendered through `tpl` (extra containers, volumes, env) may hold template
+ * expressions in any field, so they are only checked to be lists of objects; the API server and
+ * the render tests (kubernetes-models) check what they render to.
  */
+import { kubernetesSchemas } from './k8s-openapi.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -27,15 +31,22 @@ const strict = (properties: Record<string, Schema>, extra: Schema = {}): Schema 
   properties,
   ...extra,
 });
-/** A Kubernetes object (or any map) passed through to the rendered manifests. */
-const k8sObject = (description?: string): Schema => ({
-  type: 'object',
-  ...(description ? { description } : {}),
-});
 const k8sList = (description?: string): Schema => ({
   type: 'array',
   items: { type: 'object' },
   ...(description ? { description } : {}),
+});
+/** Definitions of the Kubernetes OpenAPI spec the values refer to (k8s-openapi.ts adds their closure). */
+const KUBERNETES_ROOTS = new Set<string>();
+/** A value that is a Kubernetes object of the named OpenAPI definition, e.g. io.k8s.api.core.v1.Affinity. */
+const k8s = (definition: string, description?: string): Schema => {
+  KUBERNETES_ROOTS.add(definition);
+  return { $ref: `#/$defs/${definition}`, ...(description ? { description } : {}) };
+};
+const k8sListOf = (definition: string, extra: Schema = {}): Schema => ({
+  type: 'array',
+  items: k8s(definition),
+  ...extra,
 });
 const stringMap = (): Schema => ({ type: 'object', additionalProperties: { type: 'string' } });
 const port = (): Schema => int(1, 65535);
@@ -107,11 +118,11 @@ function chartValues(): Schema {
       }),
       pullPolicy: { enum: ['Always', 'IfNotPresent', 'Never'] },
     }),
-    imagePullSecrets: k8sList(),
+    imagePullSecrets: k8sListOf('io.k8s.api.core.v1.LocalObjectReference'),
     replicas: int(0),
     revisionHistoryLimit: int(0),
     minReadySeconds: int(0),
-    strategy: k8sObject('Deployment strategy.'),
+    strategy: k8s('io.k8s.api.apps.v1.DeploymentStrategy', 'Deployment strategy.'),
     gateway: strict({
       port: port(),
       adminPort: port(),
@@ -164,7 +175,7 @@ function chartValues(): Schema {
           propertyNames: { pattern: '^[a-zA-Z0-9][-._a-zA-Z0-9]*$' },
           additionalProperties: simulatorModel(),
         },
-        resources: k8sObject(),
+        resources: k8s('io.k8s.api.core.v1.ResourceRequirements'),
       }),
     }),
     service: strict({
@@ -182,15 +193,15 @@ function chartValues(): Schema {
     }),
     podAnnotations: stringMap(),
     podLabels: stringMap(),
-    podSecurityContext: k8sObject(),
-    securityContext: k8sObject(),
+    podSecurityContext: k8s('io.k8s.api.core.v1.PodSecurityContext'),
+    securityContext: k8s('io.k8s.api.core.v1.SecurityContext'),
     probes: strict({ startup: probe(false), liveness: probe(true), readiness: probe(false) }),
-    resources: k8sObject(),
+    resources: k8s('io.k8s.api.core.v1.ResourceRequirements'),
     nodeSelector: stringMap(),
-    tolerations: k8sList(),
-    affinity: k8sObject(),
+    tolerations: k8sListOf('io.k8s.api.core.v1.Toleration'),
+    affinity: k8s('io.k8s.api.core.v1.Affinity'),
     priorityClassName: str(),
-    topologySpreadConstraints: k8sList(),
+    topologySpreadConstraints: k8sListOf('io.k8s.api.core.v1.TopologySpreadConstraint'),
     extraEnv: k8sList(),
     extraEnvFrom: k8sList(),
     extraVolumes: k8sList(),
@@ -203,7 +214,7 @@ function chartValues(): Schema {
       maxReplicas: int(1),
       targetCPUUtilizationPercentage: nullable(int(1)),
       targetMemoryUtilizationPercentage: nullable(int(1)),
-      behavior: k8sObject(),
+      behavior: k8s('io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior'),
     }),
     podDisruptionBudget: strict({
       enabled: bool(),
@@ -212,9 +223,9 @@ function chartValues(): Schema {
     }),
     networkPolicy: strict({
       enabled: bool(),
-      proxyFrom: k8sList(),
-      adminNamespaceSelector: k8sObject(),
-      egress: strict({ enabled: bool(), to: k8sList() }),
+      proxyFrom: k8sListOf('io.k8s.api.networking.v1.NetworkPolicyPeer'),
+      adminNamespaceSelector: k8s('io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector'),
+      egress: strict({ enabled: bool(), to: k8sListOf('io.k8s.api.networking.v1.NetworkPolicyEgressRule') }),
     }),
     metrics: strict({
       skipCrdCheck: bool(),
@@ -297,12 +308,13 @@ export function buildValuesSchema(gatewaySchema: Schema): Schema {
     },
     ...reachableDefs(defs, gatewayConfig),
   };
+  const values = chartValues();
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $comment:
-      'Generated by `make chart-golden` from test/chart/values-schema.ts and `gateway schema`; do not edit by hand.',
+      'Generated by `make chart-golden` from test/chart/values-schema.ts, `gateway schema` and the Kubernetes OpenAPI spec (k8s-openapi.ts); do not edit by hand.',
     title: 'Values of the gateway Helm chart',
-    ...chartValues(),
-    $defs: rewritePatterns(chartDefs),
+    ...values,
+    $defs: { ...(rewritePatterns(chartDefs) as Schema), ...kubernetesSchemas(KUBERNETES_ROOTS) },
   };
 }

@@ -216,6 +216,14 @@ an error rather than a silent override.
 {{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
 {{- end }}
+{{- $strategy := .Values.strategy | default dict }}
+{{- $strategyType := $strategy.type | default "RollingUpdate" }}
+{{- if not (has $strategyType (list "RollingUpdate" "Recreate")) }}
+{{- fail (printf "strategy.type %q is not a Deployment strategy: use RollingUpdate (the default) or Recreate" $strategyType) }}
+{{- end }}
+{{- if and (eq $strategyType "Recreate") $strategy.rollingUpdate }}
+{{- fail "strategy.type Recreate does not take strategy.rollingUpdate (the API server refuses it), and the chart's default strategy sets rollingUpdate: remove it with strategy.rollingUpdate: null in your values (or --set strategy.rollingUpdate=null). Recreate stops every pod before starting new ones, so the gateway is unavailable during each rollout." }}
+{{- end }}
 {{- end }}
 
 {{/*
