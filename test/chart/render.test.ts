@@ -526,9 +526,49 @@ describe('network policy', () => {
       ],
     });
     const egress = (policy!.spec as { egress: { ports?: { port: number }[] }[] }).egress;
-    expect(egress[0]!.ports?.map((p) => p.port)).toEqual([53, 53]);
     expect(egress).toHaveLength(2);
     expect(findObject(objectsOf('default'), 'NetworkPolicy')).toBeUndefined();
+  });
+
+  it('allows DNS to the cluster DNS pods only, not port 53 anywhere', () => {
+    const policy = findObject(objectsOf('production'), 'NetworkPolicy')!;
+    const egress = (policy.spec as { egress: Record<string, unknown>[] }).egress;
+    expect(egress[0]).toEqual({
+      to: [
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+          podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+        },
+      ],
+      ports: [
+        { port: 53, protocol: 'UDP' },
+        { port: 53, protocol: 'TCP' },
+      ],
+    });
+    // Every rule names its peers: none opens a port to every destination.
+    for (const rule of egress) expect(rule.to, JSON.stringify(rule)).toBeDefined();
+  });
+
+  it('takes the DNS peers from networkPolicy.egress.dns.to for clusters whose DNS differs', () => {
+    const nodeLocal = [{ ipBlock: { cidr: '169.254.20.10/32' } }];
+    const objects = render({
+      valuesFiles: [cases.find((c) => c.name === 'production')!.file],
+      setJson: { networkPolicy: { egress: { dns: { to: nodeLocal } } } },
+    });
+    const egress = (findObject(objects, 'NetworkPolicy')!.spec as { egress: { to: unknown[] }[] }).egress;
+    expect(egress[0]!.to).toEqual(nodeLocal);
+  });
+
+  it('refuses restricted egress with no rule for the upstreams', () => {
+    const result = template({
+      valuesFiles: [cases.find((c) => c.name === 'production')!.file],
+      setJson: { networkPolicy: { egress: { to: [] } } },
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(
+      'networkPolicy.egress.enabled with an empty networkPolicy.egress.to would allow DNS only',
+    );
+    expect(result.stderr).toContain('Add one egress rule per destination to networkPolicy.egress.to');
   });
 
   it('lets the helm test pod through, and only when there is one', () => {

@@ -158,6 +158,11 @@ describe('values.schema.json', () => {
       "at '/networkPolicy/proxyFrom/0': additional properties 'namespaceSelecter' not allowed",
     ],
     [
+      'no DNS peer at all (port 53 to anywhere)',
+      { networkPolicy: { egress: { dns: { to: [] } } } },
+      "at '/networkPolicy/egress/dns/to'",
+    ],
+    [
       'a misspelled autoscaling behavior',
       { autoscaling: { behavior: { scaleDown: { stabilisationWindowSeconds: 60 } } } },
       "additional properties 'stabilisationWindowSeconds' not allowed",
@@ -200,6 +205,7 @@ describe('values.schema.json', () => {
           'networkPolicy.proxyFrom',
           'networkPolicy.adminNamespaceSelector',
           'networkPolicy.egress.to',
+          'networkPolicy.egress.dns.to',
         ].map((path) => [path, refOf(path)]),
       ),
     ).toEqual({
@@ -216,6 +222,7 @@ describe('values.schema.json', () => {
       'networkPolicy.proxyFrom': '#/$defs/io.k8s.api.networking.v1.NetworkPolicyPeer',
       'networkPolicy.adminNamespaceSelector': '#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector',
       'networkPolicy.egress.to': '#/$defs/io.k8s.api.networking.v1.NetworkPolicyEgressRule',
+      'networkPolicy.egress.dns.to': '#/$defs/io.k8s.api.networking.v1.NetworkPolicyPeer',
     });
     const securityContext = schema.$defs['io.k8s.api.core.v1.SecurityContext']!;
     expect(securityContext.additionalProperties).toBe(false);

@@ -225,7 +225,11 @@ function chartValues(): Schema {
       enabled: bool(),
       proxyFrom: k8sListOf('io.k8s.api.networking.v1.NetworkPolicyPeer'),
       adminNamespaceSelector: k8s('io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector'),
-      egress: strict({ enabled: bool(), to: k8sListOf('io.k8s.api.networking.v1.NetworkPolicyEgressRule') }),
+      egress: strict({
+        enabled: bool(),
+        to: k8sListOf('io.k8s.api.networking.v1.NetworkPolicyEgressRule'),
+        dns: strict({ to: k8sListOf('io.k8s.api.networking.v1.NetworkPolicyPeer', { minItems: 1 }) }),
+      }),
     }),
     metrics: strict({
       skipCrdCheck: bool(),

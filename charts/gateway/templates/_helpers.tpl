@@ -216,6 +216,10 @@ an error rather than a silent override.
 {{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
 {{- end }}
+{{- $np := .Values.networkPolicy }}
+{{- if and $np.enabled $np.egress.enabled (not $np.egress.to) }}
+{{- fail "networkPolicy.egress.enabled with an empty networkPolicy.egress.to would allow DNS only: the gateway could reach no upstream provider (nor Redis or a tracing collector). Add one egress rule per destination to networkPolicy.egress.to, for example [{\"to\": [{\"ipBlock\": {\"cidr\": \"0.0.0.0/0\", \"except\": [\"169.254.169.254/32\"]}}], \"ports\": [{\"port\": 443, \"protocol\": \"TCP\"}]}] for HTTPS providers outside the cluster, or a namespaceSelector/podSelector peer for in-cluster ones; or set networkPolicy.egress.enabled=false." }}
+{{- end }}
 {{- $strategy := .Values.strategy | default dict }}
 {{- $strategyType := $strategy.type | default "RollingUpdate" }}
 {{- if not (has $strategyType (list "RollingUpdate" "Recreate")) }}
