@@ -415,23 +415,65 @@ describe('image references', () => {
         .map((c) => c.image),
     );
 
-  it('a digest renders repository@sha256:... and wins over the tag', () => {
-    const digest = 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
+  const digest = 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
+  const appVersion = /^appVersion: '?([^'\n]+)'?$/m.exec(readFileSync(`${CHART}/Chart.yaml`, 'utf8'))?.[1];
+
+  it('a digest renders repository@sha256:... in every container', () => {
     expect(new Set(images(objectsOf('production')))).toEqual(
       new Set([`registry.example.com/platform/gateway@${digest}`]),
     );
-    const both = render({
+    const simulator = render({
       valuesFiles: [cases.find((c) => c.name === 'simulator')!.file],
-      setJson: { image: { tag: '9.9.9', digest } },
+      setJson: { image: { digest } },
     });
-    const refs = images(both);
+    const refs = images(simulator);
     expect(refs.length).toBeGreaterThanOrEqual(3); // gateway, simulator sidecar, helm test pod
     expect(new Set(refs)).toEqual(new Set([`ghcr.io/llm-gateway/gateway@${digest}`]));
   });
 
+  it('a tag together with a digest fails rendering and says how to deploy by tag', () => {
+    const both = template({
+      valuesFiles: [cases.find((c) => c.name === 'simulator')!.file],
+      setJson: { image: { tag: '9.9.9', digest } },
+    });
+    expect(both.status).not.toBe(0);
+    expect(both.stderr).toContain(
+      `image.tag "9.9.9" is set together with image.digest ${digest}: the digest pins the image`,
+    );
+    expect(both.stderr).toContain("clear the digest as well (image.digest: ''");
+    const byTag = render({
+      valuesFiles: [cases.find((c) => c.name === 'simulator')!.file],
+      setJson: { image: { tag: '9.9.9', digest: '' } },
+    });
+    expect(new Set(images(byTag))).toEqual(new Set(['ghcr.io/llm-gateway/gateway:9.9.9']));
+  });
+
+  it.each(cases)(
+    '$name: app.kubernetes.io/version names what runs (appVersion for a digest, else the tag)',
+    ({ name }) => {
+      const objects = objectsOf(name);
+      const image = images(objects)[0]!;
+      const expected = image.includes('@sha256:') ? appVersion : image.slice(image.lastIndexOf(':') + 1);
+      for (const o of objects) {
+        if (o.metadata.name.endsWith('-extra')) continue; // extraObjects are the user's
+        expect(o.metadata.labels?.['app.kubernetes.io/version'], `${o.kind}/${o.metadata.name}`).toBe(
+          expected,
+        );
+      }
+      const template = deploymentOf(objects).template.metadata.labels;
+      expect(template['app.kubernetes.io/version']).toBe(expected);
+    },
+  );
+
+  it('the version label of a digest is the appVersion, not a tag', () => {
+    const deployment = findObject(objectsOf('production'), 'Deployment')!;
+    expect(deployment.metadata.labels?.['app.kubernetes.io/version']).toBe(appVersion);
+    expect(
+      findObject(objectsOf('customized'), 'Deployment')!.metadata.labels?.['app.kubernetes.io/version'],
+    ).toBe('0.1.0-rc.1');
+  });
+
   it('without a digest the tag defaults to the chart appVersion', () => {
-    const chart = readFileSync(`${CHART}/Chart.yaml`, 'utf8');
-    const appVersion = /^appVersion: '?([^'\n]+)'?$/m.exec(chart)?.[1];
     expect(new Set(images(objectsOf('default')))).toEqual(
       new Set([`ghcr.io/llm-gateway/gateway:${appVersion}`]),
     );

@@ -42,7 +42,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "gateway.labels" -}}
 helm.sh/chart: {{ include "gateway.chart" . }}
 {{ include "gateway.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "gateway.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/version: {{ include "gateway.version" . | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: llm-gateway
 {{- with .Values.commonLabels }}
@@ -59,11 +59,21 @@ app.kubernetes.io/part-of: llm-gateway
 {{- end }}
 
 {{/*
-Image: "repository@sha256:..." when image.digest is set (the tag is then ignored, so a digest can
-never be contradicted by a moving tag), "repository:tag" otherwise, the tag defaulting to appVersion.
+Image: "repository@sha256:..." when image.digest is set, "repository:tag" otherwise, the tag
+defaulting to appVersion. A tag set together with a digest fails rendering (gateway.validate): it
+would be ignored, and a digest can never be contradicted by a moving tag.
 */}}
 {{- define "gateway.imageTag" -}}
 {{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
+{{/* The app.kubernetes.io/version label: the chart's appVersion for a digest, else the tag. */}}
+{{- define "gateway.version" -}}
+{{- if .Values.image.digest }}
+{{- .Chart.AppVersion }}
+{{- else }}
+{{- include "gateway.imageTag" . }}
+{{- end }}
 {{- end }}
 
 {{- define "gateway.image" -}}
@@ -195,6 +205,9 @@ an error rather than a silent override.
 
 {{/* Checks that span several values (the schema covers single values). Renders nothing. */}}
 {{- define "gateway.validate" -}}
+{{- if and .Values.image.digest .Values.image.tag }}
+{{- fail (printf "image.tag %q is set together with image.digest %s: the digest pins the image and the tag would be ignored. To deploy by tag, clear the digest as well (image.digest: '' in your values, or --set image.digest= --set image.tag=%s); to deploy another build, set only image.digest. The chart published with a release carries that release's digest by default." .Values.image.tag .Values.image.digest .Values.image.tag) }}
+{{- end }}
 {{- if and .Values.config.existingConfigMap .Values.config.existingSecret }}
 {{- fail "config.existingConfigMap and config.existingSecret are mutually exclusive" }}
 {{- end }}
