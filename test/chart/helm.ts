@@ -80,12 +80,22 @@ export interface TemplateOptions {
    */
   setJson?: Record<string, unknown>;
   apiVersions?: string[];
+  /** The cluster version the render pretends to target (default KUBE_VERSION). */
+  kubeVersion?: string;
   skipTests?: boolean;
   showOnly?: string[];
 }
 
 export function templateArgs(options: TemplateOptions = {}): string[] {
-  const args = ['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION];
+  const args = [
+    'template',
+    RELEASE,
+    CHART,
+    '--namespace',
+    NAMESPACE,
+    '--kube-version',
+    options.kubeVersion ?? KUBE_VERSION,
+  ];
   for (const file of options.valuesFiles ?? []) args.push('--values', file);
   for (const [path, value] of leaves(options.setJson ?? {}))
     args.push('--set-json', `${path}=${JSON.stringify(value)}`);

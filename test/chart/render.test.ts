@@ -4,6 +4,7 @@
  * a live-reloadable config mount, the shutdown budget, rollout safety, digest pinning, probes).
  * Each scenario is rendered once.
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -36,7 +37,7 @@ interface Container {
   startupProbe?: Probe;
   livenessProbe?: Probe;
   readinessProbe?: Probe;
-  lifecycle?: { preStop?: { sleep?: { seconds: number } } };
+  lifecycle?: { preStop?: { sleep?: { seconds: number }; exec?: { command: string[] } } };
 }
 interface Probe {
   httpGet?: { path: string; port: string | number };
@@ -282,6 +283,47 @@ describe('shutdown budget', () => {
     const gateway = gatewayContainer(spec);
     expect(gateway.lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
     expect(flag(gateway, 'shutdown-timeout-secs')).toBe('600');
+  });
+
+  it.each(['1.30.0', '1.34.0'])(
+    'Kubernetes %s: the preStop pause is the native sleep action',
+    (kubeVersion) => {
+      const objects = render({
+        valuesFiles: [cases.find((c) => c.name === 'production')!.file],
+        kubeVersion,
+      });
+      expect(gatewayContainer(deploymentOf(objects).template.spec).lifecycle).toEqual({
+        preStop: { sleep: { seconds: 5 } },
+      });
+    },
+  );
+
+  it('Kubernetes 1.29 (sleep behind a feature gate): the pause runs the image node instead, valid and lint-clean', async () => {
+    const file = cases.find((c) => c.name === 'production')!.file;
+    const objects = render({ valuesFiles: [file], kubeVersion: '1.29.0' });
+    const spec = deploymentOf(objects).template.spec;
+    expect(gatewayContainer(spec).lifecycle).toEqual({
+      preStop: { exec: { command: ['/nodejs/bin/node', '-e', 'setTimeout(() => {}, 5000)'] } },
+    });
+    expect(spec.terminationGracePeriodSeconds).toBe(640); // the pause counts the same
+    for (const o of objects) expect(validateObject(o), `${o.kind}/${o.metadata.name}`).toEqual([]);
+    const lint = await helmAsync(['lint', '--strict', CHART, '--values', file, '--kube-version', '1.29.0']);
+    expect(lint.stderr + lint.stdout).toContain('0 chart(s) failed');
+  });
+
+  it('the 1.29 preStop command waits its seconds and exits 0 (run with this node)', () => {
+    const objects = render({
+      valuesFiles: [cases.find((c) => c.name === 'default')!.file],
+      setJson: { preStopSleepSeconds: 1 },
+      kubeVersion: '1.29.0',
+    });
+    const [node, ...args] = gatewayContainer(deploymentOf(objects).template.spec).lifecycle!.preStop!.exec!
+      .command;
+    expect(node).toBe('/nodejs/bin/node');
+    const started = Date.now();
+    const run = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 10_000 });
+    expect(run.status, run.stderr).toBe(0);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
   });
 
   it('an explicit value at or above the budget is kept', () => {
