@@ -1,12 +1,14 @@
 /**
- * Rendering the chart with the pinned helm in .tools/bin (`make helm`), shared by the chart tests
- * and by `make chart-golden` (test/chart/regenerate.ts). Node runs regenerate.ts directly, so the
- * imports here name .ts files.
+ * Rendering the chart with the pinned helm in .tools/bin (`make helm`), shared by the chart tests,
+ * by `make chart-golden` (test/chart/regenerate.ts) and by the release
+ * (.github/scripts/release-chart.ts): the one definition of the cluster version, the API versions
+ * and the per-manifest options every render uses. Node runs these files directly, so the imports
+ * here name .ts files.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 
@@ -73,6 +75,8 @@ export function helmAsync(args: string[]): Promise<HelmResult> {
 }
 
 export interface TemplateOptions {
+  /** The chart directory or packaged .tgz (default: charts/gateway). */
+  chart?: string;
   valuesFiles?: string[];
   /**
    * Values set on top of the files, as a nested object. Passed as one `--set-json path=leaf` per
@@ -90,7 +94,7 @@ export function templateArgs(options: TemplateOptions = {}): string[] {
   const args = [
     'template',
     RELEASE,
-    CHART,
+    options.chart ?? CHART,
     '--namespace',
     NAMESPACE,
     '--kube-version',
@@ -103,6 +107,31 @@ export function templateArgs(options: TemplateOptions = {}): string[] {
   if (options.skipTests) args.push('--skip-tests');
   for (const template of options.showOnly ?? []) args.push('--show-only', template);
   return args;
+}
+
+/**
+ * The plain manifests (manifests/values/<name>.yaml rendered into manifests/rendered/<name>.yaml,
+ * and into the release's assets): no helm test hook, and monitoring.yaml only the monitoring
+ * objects, to apply where the Prometheus Operator CRDs exist.
+ */
+export const MANIFEST_SHOW_ONLY: Record<string, string[]> = {
+  monitoring: [
+    'templates/servicemonitor.yaml',
+    'templates/prometheusrule.yaml',
+    'templates/dashboards-configmap.yaml',
+  ],
+};
+
+export const manifestOptions = (name: string, valuesFile: string, chart?: string): TemplateOptions => ({
+  ...(chart === undefined ? {} : { chart }),
+  valuesFiles: [valuesFile],
+  skipTests: true,
+  showOnly: MANIFEST_SHOW_ONLY[name] ?? [],
+});
+
+/** `helm <args>` as a reader would type it: paths inside the repository relative to its root. */
+export function commandLine(args: string[]): string {
+  return ['helm', ...args.map((a) => (a.startsWith(ROOT) ? relative(ROOT, a) || '.' : a))].join(' ');
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>

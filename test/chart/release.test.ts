@@ -1,14 +1,27 @@
 /**
  * Release plumbing that can be checked offline: one version everywhere, the changelog section the
- * release workflow needs, the workflows' essential steps, the docs' arithmetic matching the chart,
- * and the kind e2e announcing its skip instead of passing silently.
+ * release workflow needs, the workflows' essential steps, where the release pushes, the release's
+ * chart packaging and manifest rendering run dry (a made-up digest, nothing pushed), the docs'
+ * arithmetic matching the chart, and the kind e2e announcing its skip instead of passing silently.
  */
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { CHART, ROOT, findObject, render } from './helm.ts';
+import {
+  CHART,
+  CI_DIR,
+  KUBE_VERSION,
+  ROOT,
+  findObject,
+  helm,
+  parseObjects,
+  render,
+  type K8sObject,
+} from './helm.ts';
 import { validateObject } from './k8s-validate.ts';
 
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
@@ -18,7 +31,7 @@ interface Workflow {
   on: Record<string, unknown>;
   jobs: Record<
     string,
-    { steps: { name?: string; uses?: string; run?: string; with?: Record<string, unknown> }[] }
+    { steps: { name?: string; id?: string; uses?: string; run?: string; with?: Record<string, unknown> }[] }
   >;
 }
 const workflow = (name: string): Workflow => parseYaml(read(`.github/workflows/${name}`)) as Workflow;
@@ -80,13 +93,229 @@ describe('release workflow', () => {
     expect(build.with?.push).toBe(true);
   });
 
-  it('pins the published chart to the pushed digest and puts the digest in the notes', () => {
+  it('reads where to push from the chart and checks it can push there before building', () => {
+    const names = steps(release).map((s) => s.name ?? s.uses ?? '');
+    const target = steps(release).findIndex((s) =>
+      s.run?.includes('release-target.ts "$GITHUB_REPOSITORY_OWNER"'),
+    );
+    const build = names.findIndex((n) => n.includes('Build and push'));
+    expect(target).toBeGreaterThanOrEqual(0);
+    expect(target).toBeLessThan(build);
+    expect(steps(release)[target]!.id).toBe('version');
+    const push = steps(release)[build]!;
+    expect(String(push.with?.tags)).toContain(
+      '${{ steps.version.outputs.image }}:${{ steps.version.outputs.version }}',
+    );
+    expect(scripts(release)).not.toMatch(/ghcr\.io\/\$owner|GITHUB_REPOSITORY_OWNER.*gateway/);
+  });
+
+  it('renders the chart and manifests only through release-chart.ts: dry before pushing, then by the digest', () => {
+    const all = steps(release);
+    const names = all.map((s) => s.name ?? s.uses ?? '');
+    const build = names.findIndex((n) => n.includes('Build and push'));
+    const calls = all
+      .map((s, i) => ({ i, run: s.run ?? '' }))
+      .filter(({ run }) => run.includes('node .github/scripts/release-chart.ts'));
+    expect(calls).toHaveLength(2);
+    expect(calls[0]!.i).toBeLessThan(build);
+    expect(calls[0]!.run).toMatch(/"sha256:\$\(.*sha256sum/);
+    expect(calls[1]!.i).toBeGreaterThan(build);
+    expect(calls[1]!.run).toContain('"${{ steps.build.outputs.digest }}" dist/release');
+    // No second definition of the render options: no helm template, package or lint here.
+    expect(scripts(release)).not.toMatch(/helm (template|package|lint)/);
+    expect(scripts(release)).toContain(
+      'helm push "dist/release/gateway-${{ steps.version.outputs.version }}.tgz" "${{ steps.version.outputs.charts }}"',
+    );
+  });
+
+  it('puts the digest in the notes and attaches the chart and the manifests', () => {
     const run = scripts(release);
-    expect(run).toContain('set-chart-release.mjs');
-    expect(run).toContain('steps.build.outputs.digest');
-    expect(run).toMatch(/helm package charts\/gateway/);
     expect(run).toMatch(/echo "Digest: .*\$digest/);
     expect(run).toContain('gh release create');
+    for (const asset of ['gateway-*.tgz', 'gateway.yaml', 'gateway-simulator.yaml', 'monitoring.yaml'])
+      expect(run).toContain(`dist/release/${asset}`);
+  });
+});
+
+describe('release-target.ts <owner>', () => {
+  const target = (owner: string) =>
+    spawnSync(process.execPath, [join(ROOT, '.github/scripts/release-target.ts'), owner], {
+      encoding: 'utf8',
+    });
+  const repository = (
+    parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { image: { repository: string } }
+  ).image.repository;
+  const owner = /^ghcr\.io\/([^/]+)\//.exec(repository)?.[1];
+
+  it('takes the image repository from the chart and puts the chart next to it', () => {
+    expect(owner).toBeDefined();
+    const result = target(owner!.toUpperCase());
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toBe(`image=${repository}\ncharts=oci://ghcr.io/${owner}/charts\n`);
+  });
+
+  it('fails when the workflow could not push to that repository', () => {
+    const result = target('a-fork');
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`image.repository in charts/gateway/values.yaml is "${repository}"`);
+    expect(result.stderr).toContain('Set image.repository to ghcr.io/a-fork/gateway');
+  });
+});
+
+describe('release-chart.ts, dry run (made-up digest, nothing pushed)', () => {
+  const script = join(ROOT, '.github/scripts/release-chart.ts');
+  const out = mkdtempSync(join(tmpdir(), 'gateway-release-test-'));
+  const digest = `sha256:${createHash('sha256').update('dry run').digest('hex')}`;
+  const repository = (
+    parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { image: { repository: string } }
+  ).image.repository;
+  const image = `${repository}@${digest}`;
+  const tgz = join(out, `gateway-${version}.tgz`);
+  let result: SpawnSyncReturns<string>;
+  const manifest = (name: string): K8sObject[] =>
+    parseObjects(readFileSync(join(out, `${name}.yaml`), 'utf8'));
+  const images = (objects: K8sObject[]): string[] =>
+    objects.flatMap((o) => {
+      const spec = o.spec as { template?: { spec?: PodSpec } } & PodSpec;
+      const pod = o.kind === 'Pod' ? spec : spec?.template?.spec;
+      return [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])].map((c) => c.image);
+    });
+  interface PodSpec {
+    containers?: { name: string; image: string }[];
+    initContainers?: { name: string; image: string }[];
+  }
+
+  beforeAll(() => {
+    result = spawnSync(process.execPath, [script, version, digest, out], { cwd: ROOT, encoding: 'utf8' });
+  }, 120_000);
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it('succeeds and writes the package and the three manifests', () => {
+    expect(result.status, result.stderr).toBe(0);
+    expect(readdirSync(out).sort()).toEqual(
+      [`gateway-${version}.tgz`, 'gateway-simulator.yaml', 'gateway.yaml', 'monitoring.yaml'].sort(),
+    );
+  });
+
+  it('packages the chart with the version, the appVersion and the digest as its default', () => {
+    const chart = parseYaml(helm(['show', 'chart', tgz]).stdout) as { version: string; appVersion: string };
+    expect(chart).toMatchObject({ version, appVersion: version });
+    const values = parseYaml(helm(['show', 'values', tgz]).stdout) as {
+      image: { repository: string; digest: string; tag: string };
+    };
+    expect(values.image).toMatchObject({ repository, digest, tag: '' });
+    // The repository's own files keep an empty digest.
+    expect(readFileSync(join(CHART, 'values.yaml'), 'utf8')).toMatch(/^ {2}digest: ''$/m);
+  });
+
+  it('the package passes helm lint --strict and carries no test data', () => {
+    const lint = helm([
+      'lint',
+      '--strict',
+      tgz,
+      '--values',
+      join(CI_DIR, 'default-values.yaml'),
+      '--kube-version',
+      KUBE_VERSION,
+    ]);
+    expect(lint.stderr + lint.stdout).toContain('0 chart(s) failed');
+    expect(lint.status).toBe(0);
+    const files = spawnSync('tar', ['-tzf', tgz], { encoding: 'utf8' }).stdout.split('\n');
+    expect(files).toContain('gateway/values.schema.json');
+    expect(files).toContain('gateway/templates/tests/test-connection.yaml');
+    expect(files.filter((f) => f.includes('tests/golden') || f.includes('tests/promtool'))).toEqual([]);
+  });
+
+  it('gateway.yaml and gateway-simulator.yaml run every container by that digest', () => {
+    for (const name of ['gateway', 'gateway-simulator']) {
+      const refs = images(manifest(name));
+      expect(refs.length, name).toBeGreaterThan(0);
+      expect(new Set(refs), name).toEqual(new Set([image]));
+    }
+    expect(images(manifest('gateway-simulator')).length).toBe(2); // gateway and the simulator sidecar
+  });
+
+  it('gateway.yaml and gateway-simulator.yaml hold the workload, valid, with no hook and no monitoring object', () => {
+    const kinds = (name: string) =>
+      manifest(name)
+        .map((o) => `${o.kind}/${o.metadata.name}`)
+        .sort();
+    expect(kinds('gateway')).toEqual(
+      [
+        'Deployment/gateway',
+        'PodDisruptionBudget/gateway',
+        'Service/gateway',
+        'Service/gateway-admin',
+        'ServiceAccount/gateway',
+      ].sort(),
+    );
+    expect(kinds('gateway-simulator')).toEqual(
+      [
+        'ConfigMap/gateway',
+        'Deployment/gateway',
+        'Service/gateway',
+        'Service/gateway-admin',
+        'ServiceAccount/gateway',
+      ].sort(),
+    );
+    for (const name of ['gateway', 'gateway-simulator']) {
+      for (const o of manifest(name)) {
+        expect(validateObject(o), `${name}: ${o.kind}/${o.metadata.name}`).toEqual([]);
+        expect(o.metadata.namespace).toBe('llm-gateway');
+        expect(o.metadata.annotations?.['helm.sh/hook']).toBeUndefined();
+        expect(o.apiVersion.startsWith('monitoring.coreos.com/')).toBe(false);
+      }
+    }
+  });
+
+  it('monitoring.yaml holds only the monitoring.coreos.com objects and the dashboard ConfigMap', () => {
+    const objects = manifest('monitoring');
+    expect(objects.map((o) => `${o.apiVersion}/${o.kind}`).sort()).toEqual([
+      'monitoring.coreos.com/v1/PrometheusRule',
+      'monitoring.coreos.com/v1/ServiceMonitor',
+      'v1/ConfigMap',
+    ]);
+    expect(findObject(objects, 'ConfigMap')!.metadata.labels?.grafana_dashboard).toBe('1');
+    expect(images(objects)).toEqual([]);
+    for (const o of objects) expect(validateObject(o), `${o.kind}/${o.metadata.name}`).toEqual([]);
+  });
+
+  it('renders with the options of manifests/rendered: the same objects but for the image', () => {
+    for (const name of ['gateway', 'gateway-simulator', 'monitoring']) {
+      const committed = parseObjects(readFileSync(join(ROOT, 'manifests/rendered', `${name}.yaml`), 'utf8'));
+      const released = JSON.stringify(manifest(name)).replaceAll(image, `${repository}:${version}`);
+      expect(JSON.parse(released), name).toEqual(committed);
+    }
+  });
+
+  it('refuses a malformed digest or version, and missing arguments', () => {
+    const bad = spawnSync(process.execPath, [script, version, 'sha256:abc', out], { encoding: 'utf8' });
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('not an image digest');
+    const badVersion = spawnSync(process.execPath, [script, 'v1', digest, out], { encoding: 'utf8' });
+    expect(badVersion.stderr).toContain('not a semver version');
+    const missing = spawnSync(process.execPath, [script, version], { encoding: 'utf8' });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain(
+      'usage: node .github/scripts/release-chart.ts <version> <sha256:digest> <outdir>',
+    );
+  });
+});
+
+describe('ci workflow', () => {
+  const ci = workflow('ci.yaml');
+
+  it('runs on pull requests and pushes to main', () => {
+    expect(ci.on).toMatchObject({ pull_request: null, push: { branches: ['main'] } });
+  });
+
+  it('runs make test and the release chart script dry, with go for helm and the schemas', () => {
+    const run = scripts(ci);
+    expect(steps(ci).some((s) => s.uses?.startsWith('actions/setup-go'))).toBe(true);
+    expect(run).toMatch(/^make test$/m);
+    expect(run).toMatch(
+      /node \.github\/scripts\/release-chart\.ts "\$version" \\\n\s+"sha256:\$\(.*sha256sum/,
+    );
   });
 });
 
