@@ -320,6 +320,36 @@ describe('ci workflow', () => {
 });
 
 describe('e2e workflow', () => {
+  it('runs kind on the oldest and the newest supported Kubernetes, node images pinned by digest', () => {
+    const job = (
+      parseYaml(read('.github/workflows/e2e.yaml')) as {
+        jobs: Record<
+          string,
+          {
+            strategy?: { matrix?: { include?: Record<string, string>[] } };
+            env?: Record<string, string>;
+            steps: { run?: string }[];
+          }
+        >;
+      }
+    ).jobs.kind!;
+    const include = job.strategy?.matrix?.include ?? [];
+    const minimum = /^kubeVersion: '>=(\d+\.\d+)\.0-0'$/m.exec(
+      readFileSync(join(CHART, 'Chart.yaml'), 'utf8'),
+    )?.[1];
+    expect(include.map((entry) => entry.kubernetes)).toEqual([minimum, KUBE_VERSION.replace(/\.\d+$/, '')]);
+    for (const entry of include) {
+      expect(entry['node-image']).toMatch(
+        new RegExp(`^kindest/node:v${entry.kubernetes!.replace('.', '\\.')}\\.\\d+@sha256:[a-f0-9]{64}$`),
+      );
+      expect(entry.kind).toMatch(/^v\d+\.\d+\.\d+$/);
+    }
+    expect(job.env?.KIND_NODE_IMAGE).toBe('${{ matrix.node-image }}');
+    expect(job.steps.map((s) => s.run ?? '').join('\n')).toContain(
+      'go install sigs.k8s.io/kind@${{ matrix.kind }}',
+    );
+  });
+
   it('runs the kind e2e with skipping turned into failure', () => {
     const e2e = workflow('e2e.yaml');
     const kind = steps(e2e).find((s) => s.run?.includes('make e2e-kind'));
