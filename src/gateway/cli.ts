@@ -24,6 +24,7 @@ Boolean flags take an optional value: --watch, --watch true, --watch false.
 
 Commands:
   gateway validate <file>      check a configuration file; exit 0 when valid, 1 with every error
+    [--skip-references]        ... without reading the key files and variables it references
   gateway schema [--markdown]  print the configuration JSON Schema (or the Markdown field reference)
 
 Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listener error),
@@ -33,10 +34,16 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
   program
     .command('validate <file>')
     .description('validate a configuration file and print every error with its JSON path')
-    .action(async (file: string) => {
+    .option(
+      '--skip-references',
+      'check key references (from_file, from_env) for their shape only, reading no key file or variable',
+    )
+    .action(async (file: string, opts: { skipReferences?: boolean }) => {
       // Commands load on demand: the server's startup never pays for the docs generator.
       const { runValidate } = await import('./commands/validate.js');
-      process.exitCode = await runValidate(file, process.stdout, process.stderr);
+      process.exitCode = await runValidate(file, process.stdout, process.stderr, {
+        skipReferences: opts.skipReferences ?? false,
+      });
     });
 
   program

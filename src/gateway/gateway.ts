@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { compileRuntime, type CompiledTable } from './config/compile.js';
 import { loadConfigFile, parseConfigText } from './config/load.js';
 import type { ConfigIssue } from './config/issues.js';
-import { ConfigWatcher } from './config/watch.js';
+import { resolveLoaded, type SecretReferences } from './config/secrets.js';
+import { ConfigWatcher, type ConfigChange } from './config/watch.js';
 import { AimdMetrics } from './balance/aimd-metrics.js';
 import { AimdRegistry } from './balance/aimd-registry.js';
 import { createAdminServer } from './http/admin-server.js';
@@ -67,7 +68,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   const metrics = new GatewayMetrics(options.metricsPrefix);
   const lifecycle = new LifecycleState();
 
-  const initial = await loadConfigFile(options.targets);
+  const initial = await resolveLoaded(await loadConfigFile(options.targets));
   if (!initial.ok) throw new ConfigLoadError(options.targets, initial.issues);
 
   const upstream = new UpstreamClient();
@@ -94,21 +95,34 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
       hash: initial.hash,
       aliases: runtime.routes.size,
       strictMode: runtime.strictMode,
+      ...referencesLogged(initial.references),
     },
     'configuration loaded',
   );
 
-  const applyConfigText = (text: string, hash: string): void => {
-    const parsed = parseConfigText(text, options.targets);
-    const compiledNext = parsed.ok ? compileRuntime(parsed.config, hash, runtime, compileOptions) : parsed;
+  /**
+   * Loads a changed configuration (its file, or only a key file it references) and swaps the table,
+   * or rejects it and keeps the last good one. Resolves with the key files the load read, for the
+   * watcher. The hash metric covers the configuration file alone: a key rotation shows as a reload.
+   */
+  const applyChange = async (change: ConfigChange): Promise<ReadonlyMap<string, string> | undefined> => {
+    const loaded = await resolveLoaded(parseConfigText(change.text, options.targets));
+    const compiledNext = loaded.ok
+      ? compileRuntime(loaded.config, change.hash, runtime, compileOptions)
+      : loaded;
     if (!compiledNext.ok) {
       metrics.configReloads.inc({ result: 'failure' });
       metrics.configLastReloadSuccessful.set(0);
       logger.error(
-        { file: options.targets, hash, errors: compiledNext.issues.map((i) => `${i.path}: ${i.message}`) },
+        {
+          file: options.targets,
+          hash: change.hash,
+          changed: change.changed,
+          errors: compiledNext.issues.map((i) => `${i.path}: ${i.message}`),
+        },
         'configuration reload rejected; still serving the last good configuration',
       );
-      return;
+      return loaded.references?.files;
     }
     const next = compiledNext.table;
     const previousHash = runtime.hash;
@@ -117,19 +131,27 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     metrics.configLastReloadSuccessful.set(1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);
     metrics.configInfo.reset();
-    metrics.configInfo.set({ hash }, 1);
+    metrics.configInfo.set({ hash: change.hash }, 1);
     logger.info(
-      { file: options.targets, hash, previousHash, aliases: next.routes.size },
+      {
+        file: options.targets,
+        hash: change.hash,
+        previousHash,
+        changed: change.changed,
+        aliases: next.routes.size,
+        ...referencesLogged(loaded.ok ? loaded.references : undefined),
+      },
       'configuration reloaded',
     );
+    return loaded.references?.files;
   };
 
   const watcher = new ConfigWatcher({
     path: options.targets,
-    initialHash: initial.hash,
+    initial: { configHash: initial.hash, files: initial.references.files },
     logger,
     pollMs: options.configPollSecs * 1000,
-    onContent: applyConfigText,
+    onChange: applyChange,
     onReadError: (error) => {
       metrics.configReloads.inc({ result: 'failure' });
       metrics.configLastReloadSuccessful.set(0);
@@ -210,6 +232,18 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     },
   };
   return gateway;
+}
+
+/** Where the keys came from, for the log: file paths and variable names, never a value or digest. */
+function referencesLogged(references: SecretReferences | undefined): {
+  keyFiles?: string[];
+  keyEnv?: readonly string[];
+} {
+  if (references === undefined) return {};
+  return {
+    ...(references.files.size > 0 ? { keyFiles: [...references.files.keys()] } : {}),
+    ...(references.env.length > 0 ? { keyEnv: references.env } : {}),
+  };
 }
 
 /** How long startup waits for Redis before serving with the failure policy deciding. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSchema } from '../../src/gateway/commands/schema.js';
-import { runValidate } from '../../src/gateway/commands/validate.js';
+import { runValidate, type ValidateOptions } from '../../src/gateway/commands/validate.js';
 import { renderConfigReference } from '../../src/gateway/config/docs.js';
 import { configFileJsonSchema } from '../../src/gateway/config/json-schema.js';
 import { ROOT } from '../helpers/process.js';
@@ -21,10 +21,10 @@ function collector(): Writable & { text: () => string } {
   return Object.assign(stream, { text: () => Buffer.concat(chunks).toString('utf8') });
 }
 
-async function validate(file: string) {
+async function validate(file: string, options: ValidateOptions = {}) {
   const out = collector();
   const err = collector();
-  const code = await runValidate(file, out, err);
+  const code = await runValidate(file, out, err, options);
   return { code, out: out.text(), err: err.text() };
 }
 
@@ -88,6 +88,70 @@ describe('validate', () => {
   });
 });
 
+describe('validate with key references', () => {
+  const referencing = (keyFile: string) => ({
+    targets: {
+      a: { url: 'http://127.0.0.1:9/v1', keys: ['team-a'], gateway_key: { from_env: 'VALIDATE_UP_KEY' } },
+    },
+    auth: { key_definitions: { 'team-a': { key: { from_file: keyFile } } } },
+  });
+
+  it('resolves them like the gateway and lists where the keys come from', async () => {
+    const keyFile = join(dir, 'team-a.key');
+    await writeFile(keyFile, 'sk-validate-0001\n');
+    const file = join(dir, 'refs.json');
+    await writeFile(file, JSON.stringify(referencing(keyFile)));
+    const { code, out, err } = await validate(file, { env: { VALIDATE_UP_KEY: 'sk-up-0001' } });
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(out).toContain(`  key references: 2 resolved: file ${keyFile}, env VALIDATE_UP_KEY\n`);
+    expect(out).not.toContain('sk-validate-0001');
+  });
+
+  it('reports references that cannot be resolved with their paths, and exits 1', async () => {
+    const missing = join(dir, 'absent.key');
+    const file = join(dir, 'refs-missing.json');
+    await writeFile(file, JSON.stringify(referencing(missing)));
+    const { code, out, err } = await validate(file, { env: {} });
+    expect(code).toBe(1);
+    expect(out).toBe('');
+    expect(err).toBe(
+      [
+        `${file}: 2 problems`,
+        `$.auth.key_definitions["team-a"].key.from_file: cannot read ${missing}: no such file (ENOENT)`,
+        '$.targets.a.gateway_key.from_env: environment variable VALIDATE_UP_KEY is not set',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('--skip-references checks their shape only', async () => {
+    const file = join(dir, 'refs-skip.json');
+    await writeFile(file, JSON.stringify(referencing(join(dir, 'absent.key'))));
+    const { code, out } = await validate(file, { skipReferences: true, env: {} });
+    expect(code).toBe(0);
+    expect(out).toContain('  key references: 2 not read (--skip-references): file ');
+    const broken = join(dir, 'refs-broken.json');
+    await writeFile(
+      broken,
+      JSON.stringify({ targets: { a: { url: 'http://a', gateway_key: { from_file: 'relative/key' } } } }),
+    );
+    const result = await validate(broken, { skipReferences: true });
+    expect(result.code).toBe(1);
+    expect(result.err).toContain(
+      '$.targets.a.gateway_key.from_file: must be an absolute path (starting with `/`)',
+    );
+  });
+
+  it('finds what only compiling finds: a literal key that can never be presented', async () => {
+    const file = join(dir, 'spaced-key.json');
+    await writeFile(file, JSON.stringify({ targets: { a: { url: 'http://a', keys: ['two words'] } } }));
+    const { code, err } = await validate(file);
+    expect(code).toBe(1);
+    expect(err).toContain('$.targets.a.keys[0]: a key containing whitespace can never be presented');
+  });
+});
+
 describe('schema', () => {
   it('prints the JSON Schema', () => {
     const out = collector();
@@ -111,6 +175,20 @@ describe('through the gateway binary', () => {
     const result = gateway('schema', '--markdown');
     expect(result.status).toBe(0);
     expect(result.stdout).toBe(await readFile(join(ROOT, 'docs/configuration.md'), 'utf8'));
+  });
+
+  it('`gateway validate --skip-references` does not read key files; without it they must exist', async () => {
+    const file = join(dir, 'cli-refs.yaml');
+    await writeFile(
+      file,
+      `targets:\n  a:\n    url: http://a\n    gateway_key: { from_file: ${join(dir, 'cli-absent.key')} }\n`,
+    );
+    expect(gateway('validate', '--skip-references', file).status).toBe(0);
+    const result = gateway('validate', file);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      `$.targets.a.gateway_key.from_file: cannot read ${join(dir, 'cli-absent.key')}`,
+    );
   });
 
   it('`gateway validate` exits 0 for an example and 1 for a broken file', async () => {

@@ -1,7 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { renderConfigReference } from '../../src/gateway/config/docs.js';
 import { configFileJsonSchema, type JsonSchema } from '../../src/gateway/config/json-schema.js';
+import { parseConfigText } from '../../src/gateway/config/load.js';
+import { resolveSecrets } from '../../src/gateway/config/secrets.js';
 import { AIMD_DEFAULTS, CROSS_FIELD_RULES } from '../../src/gateway/config/schema.js';
 import { UNSUPPORTED_PARAM_NAMES } from '../../src/gateway/strict/unsupported-params-catalog.js';
 
@@ -92,5 +95,39 @@ describe('configuration reference', () => {
       }
     }
     expect(rows).toBeGreaterThan(100);
+  });
+});
+
+describe('configuration examples in the documentation', () => {
+  /** Parses and resolves a configuration the way `gateway validate --skip-references` does. */
+  async function problems(config: unknown): Promise<unknown[]> {
+    const parsed = parseConfigText(JSON.stringify(config), 'example.json');
+    if (!parsed.ok) return parsed.issues;
+    const resolved = await resolveSecrets(parsed.config, { placeholders: true });
+    return resolved.ok ? [] : resolved.issues;
+  }
+
+  it('the reference example is a valid configuration with a key reference', async () => {
+    const example = /```yaml\n([\s\S]*?)```/.exec(reference)?.[1];
+    const config = parseYaml(example!) as { targets: { llama: { providers: { gateway_key?: unknown }[] } } };
+    expect(config.targets.llama.providers[1]?.gateway_key).toEqual({
+      from_file: '/etc/gateway-keys/example-api',
+    });
+    expect(await problems(config)).toEqual([]);
+  });
+
+  it('the Helm values of "Keys and secrets" (docs/operations.md) hold a valid configuration', async () => {
+    const operations = await readFile('docs/operations.md', 'utf8');
+    const start = operations.indexOf('### Keys and secrets');
+    expect(start).toBeGreaterThan(0);
+    const values = /```yaml\n([\s\S]*?)```/.exec(operations.slice(start))?.[1];
+    const parsed = parseYaml(values!) as {
+      config: { spec: { auth: { key_definitions: Record<string, { key: unknown }> } } };
+      extraVolumeMounts: { mountPath: string }[];
+    };
+    expect(await problems(parsed.config.spec)).toEqual([]);
+    // The references point into the directory the Secret is mounted on.
+    const key = parsed.config.spec.auth.key_definitions['team-a']?.key as { from_file: string };
+    expect(key.from_file.startsWith(`${parsed.extraVolumeMounts[0]!.mountPath}/`)).toBe(true);
   });
 });

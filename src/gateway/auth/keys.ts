@@ -23,13 +23,24 @@ export interface KeyDefinitionInput {
   readonly labels?: Readonly<Record<string, string>> | undefined;
 }
 
+/**
+ * A value read from a secret reference (a file or an environment variable): always a bearer token,
+ * never taken for the name of a key definition, whatever its content.
+ */
+export interface TokenEntry {
+  readonly token: string;
+}
+
+/** An entry of `keys` or `global_keys`: a definition name or a literal token, or a referenced token. */
+export type KeyEntry = string | TokenEntry;
+
 export interface AuthConfigInput {
-  readonly global_keys?: readonly string[] | undefined;
+  readonly global_keys?: readonly KeyEntry[] | undefined;
   readonly key_definitions?: Readonly<Record<string, KeyDefinitionInput>> | undefined;
 }
 
 export interface TargetKeysInput {
-  readonly keys?: readonly string[] | undefined;
+  readonly keys?: readonly KeyEntry[] | undefined;
 }
 
 /**
@@ -165,6 +176,16 @@ function isBlank(code: number): boolean {
   return code === 0x20 || code === 0x09;
 }
 
+/**
+ * Why a token could never be presented as `Authorization: Bearer <token>`, or undefined when it
+ * can. The one rule for every client key, literal or read from a reference.
+ */
+export function tokenProblem(token: string): string | undefined {
+  if (token.length === 0) return 'an empty key can never be presented';
+  if (/\s/.test(token)) return 'a key containing whitespace can never be presented';
+  return undefined;
+}
+
 function sha256(token: string): Buffer {
   return hash('sha256', token, 'buffer');
 }
@@ -227,7 +248,7 @@ export class KeyIndex {
  *   without `keys` is open.
  * - Global keys are added to every target with authentication enabled.
  * - A `keys` or `global_keys` entry that names a `key_definitions` entry stands for that definition's
- *   key; any other entry is a literal key.
+ *   key; any other entry is a literal key, and so is a `TokenEntry` (a referenced key) always.
  * - A token's identity does not depend on how a target listed it: a literal entry equal to some
  *   definition's key gets that definition's identity, limits and labels, so listing a key literally
  *   cannot bypass its per-key limits.
@@ -262,11 +283,9 @@ export function buildKeyIndex(
   };
 
   const checkPresentable = (token: string, path: string): boolean => {
-    if (token.length === 0) problems.push({ path, message: 'an empty key can never be presented' });
-    else if (/[\s]/.test(token))
-      problems.push({ path, message: 'a key containing whitespace can never be presented' });
-    else return true;
-    return false;
+    const problem = tokenProblem(token);
+    if (problem !== undefined) problems.push({ path, message: problem });
+    return problem === undefined;
   };
 
   const definitionByName = new Map<string, KeyRecord>();
@@ -287,13 +306,15 @@ export function buildKeyIndex(
     definitions.push(record.identity);
   }
 
-  const resolve = (entry: string, path: string): KeyRecord | undefined => {
+  const literal = (token: string, path: string): KeyRecord | undefined =>
+    checkPresentable(token, path) ? recordFor(token, () => literalIdentity(token)) : undefined;
+  const resolve = (entry: KeyEntry, path: string): KeyRecord | undefined => {
+    if (typeof entry !== 'string') return literal(entry.token, path);
     const named = definitionByName.get(entry);
     if (named !== undefined) return named;
     // A name of a definition that was itself rejected above: already reported there.
     if (Object.hasOwn(auth?.key_definitions ?? {}, entry)) return undefined;
-    if (!checkPresentable(entry, path)) return undefined;
-    return recordFor(entry, () => literalIdentity(entry));
+    return literal(entry, path);
   };
 
   const globals: KeyRecord[] = [];

@@ -45,7 +45,11 @@ export interface PoolDescriptor {
 }
 
 /** Builds the descriptor of a validated target. */
-export function describePool(key: string, model: string, target: TargetConfig): PoolDescriptor {
+export function describePool(
+  key: string,
+  model: string,
+  target: Pick<TargetConfig, 'providers' | 'url' | 'strategy' | 'fallback'>,
+): PoolDescriptor {
   const providers = target.providers;
   return {
     key,

@@ -20,11 +20,9 @@ import {
   DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
   DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
   requestClassOf,
-  type GatewayConfig,
-  type TargetConfig,
-  type ProviderConfig,
   type FallbackConfig,
 } from './schema.js';
+import type { ResolvedGatewayConfig, ResolvedProvider, ResolvedTarget } from './secrets.js';
 
 export interface CompileOptions {
   /** Enforce `batch_inflight_limit` with the built-in counter (`--enforce-batch-inflight`). */
@@ -49,13 +47,14 @@ export interface CompiledTable extends RuntimeTable {
 }
 
 /**
- * Compiles a validated configuration into the immutable runtime table. Stateful parts (buckets,
+ * Compiles a validated configuration, its secret references resolved, into the immutable runtime
+ * table. Stateful parts (buckets,
  * permits, in-flight counts) are carried over from `previous` when their identity and parameters are
  * unchanged (see LimiterRegistry). Problems only detectable across sections (one key defined twice)
  * come back as issues, like schema errors.
  */
 export function compileRuntime(
-  config: GatewayConfig,
+  config: ResolvedGatewayConfig,
   hash: string,
   previous: CompiledTable | undefined,
   options: CompileOptions,
@@ -152,7 +151,7 @@ export function compileRuntime(
   };
 }
 
-function strategyOf(target: TargetConfig): Strategy {
+function strategyOf(target: ResolvedTarget): Strategy {
   if (!target.providers) return 'single';
   return target.strategy ?? DEFAULT_STRATEGY;
 }
@@ -161,8 +160,12 @@ function strategyOf(target: TargetConfig): Strategy {
  * A single-provider target is compiled as a pool of one, so the dispatch stage has one shape to
  * handle. In a pool, provider entries inherit the pool's settings where they leave them unset.
  */
-function compileProviders(poolKey: string, target: TargetConfig, limiters: LimiterFactory): ProviderRoute[] {
-  const entries: readonly ProviderConfig[] = target.providers ?? [
+function compileProviders(
+  poolKey: string,
+  target: ResolvedTarget,
+  limiters: LimiterFactory,
+): ProviderRoute[] {
+  const entries: readonly ResolvedProvider[] = target.providers ?? [
     {
       url: target.url!,
       weight: 1,

@@ -24,6 +24,7 @@ const SECTION_ORDER = [
   'ConcurrencyLimit',
   'Auth',
   'KeyDefinition',
+  'SecretReference',
   'ReasoningTranslation',
   'ReasoningSurface',
   'ReasoningWrite',
@@ -286,7 +287,7 @@ const EXAMPLE = `targets:
       - url: http://10.0.0.5:8000/v1
         name: primary
       - url: https://api.example.com/v1
-        gateway_key: sk-example
+        gateway_key: { from_file: /etc/gateway-keys/example-api }
     fallback:
       on_status: [429, 5]
       first_token_timeout_ms: 5000

@@ -94,6 +94,8 @@ const FORBIDDEN_PATH_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype'
 /** An alias is sent as a model name and used as a metric label: no whitespace or control characters. */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
 const ALIAS_PATTERN = /^[^\s\u0000-\u001f\u007f]+$/;
+/** A POSIX environment variable name: what a shell or a container spec can set. */
+const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const list = (items: readonly (string | number)[]): string => items.map((i) => `\`${i}\``).join(', ');
 
@@ -180,6 +182,112 @@ export const EffortSchema = z.enum(EFFORTS);
 const NonNegativeInt = z.int().min(0, { error: 'must be a non-negative integer' });
 
 // ---------------------------------------------------------------------------------------------
+// Secrets: a literal value or a reference resolved when the configuration is loaded
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Where a secret is read from instead of being written into the file. `secrets.ts` resolves it at
+ * every load (startup, `gateway validate`, each reload), never on the request path.
+ */
+export const SecretReferenceSchema = z
+  .strictObject({
+    from_file: z
+      .string()
+      .regex(/^[/]/, { error: 'must be an absolute path (starting with `/`)' })
+      .optional()
+      .describe(
+        'Absolute path of a file holding the value, for example a key of a Kubernetes Secret mounted as a volume (`/etc/gateway-keys/team-a`). The content is used as is, except that one trailing newline (`\\n` or `\\r\\n`) is removed. The file is watched like the configuration file: when it changes (including a Secret volume update) the configuration is reloaded, unless `--watch false`.',
+      ),
+    from_env: z
+      .string()
+      .regex(ENV_NAME_PATTERN, {
+        error: 'must be an environment variable name (letters, digits and `_`, not starting with a digit)',
+      })
+      .optional()
+      .describe(
+        'Name of an environment variable of the gateway process holding the value (one trailing newline is removed, as for a file). The environment does not change while the process runs: rotating such a key takes a restart; use `from_file` to rotate without one.',
+      ),
+  })
+  .superRefine((reference, ctx) => {
+    const given = (['from_file', 'from_env'] as const).filter((field) => reference[field] !== undefined);
+    if (given.length === 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'a reference needs `from_file` (a file path) or `from_env` (an environment variable name)',
+      });
+    else if (given.length > 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['from_env'],
+        message: 'a reference has either `from_file` or `from_env`, not both',
+      });
+  })
+  .meta({
+    id: 'SecretReference',
+    title: 'Secret reference',
+    // The two forms, for editors; the refinement above gives the precise messages.
+    anyOf: [
+      { title: 'File reference', required: ['from_file'], not: { anyOf: [{ required: ['from_env'] }] } },
+      {
+        title: 'Environment reference',
+        required: ['from_env'],
+        not: { anyOf: [{ required: ['from_file'] }] },
+      },
+    ],
+    description:
+      'A key kept out of the configuration file. Every key field (`auth.key_definitions.<name>.key`, `auth.global_keys[]`, `keys[]` of a target, `gateway_key` of a target or provider entry) takes either the literal value or this object. It is resolved whenever the configuration is loaded (startup, `gateway validate`, every reload); the resolved value must pass the same checks as a literal in that field. A reference that cannot be resolved (missing or empty file, unset variable) makes the configuration invalid: refused at startup, and on reload the last good configuration keeps serving. In `keys` and `global_keys` a referenced value is always a bearer token, never the name of a key definition. Errors name the field and the file or variable, never the value.',
+  });
+export type SecretReference = z.output<typeof SecretReferenceSchema>;
+
+/** A secret field: the literal value, checked by `literal`, or a reference to resolve at load time. */
+const secretOr = (literal: z.ZodString) => z.union([literal, SecretReferenceSchema]);
+
+/** A client bearer token as written literally (a `keys` entry may also name a key definition). */
+const ClientKeyLiteralSchema = NonEmptyString;
+
+/**
+ * An upstream credential: it becomes a header value, so line breaks or NUL would make every request
+ * fail at send time. `secrets.ts` checks a resolved value with this same schema.
+ */
+export const UpstreamKeySchema = HeaderValueSchema.min(1, { error: 'must not be empty' });
+
+/**
+ * The token-ownership rule (a bearer token belongs to one key, or its limits and account would
+ * depend on lookup order), with the tokens given as plain values: `undefined` for a reference not
+ * resolved yet. The schema checks the literals; `secrets.ts` checks again once references resolved.
+ */
+export function tokenOwnershipIssues(
+  globalKeys: readonly (string | undefined)[],
+  definitionKeys: readonly (readonly [name: string, key: string | undefined])[],
+): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  const owner = new Map<string, string>();
+  globalKeys.forEach((key, index) => {
+    if (key === undefined) return;
+    const earlier = owner.get(key);
+    if (earlier !== undefined)
+      issues.push({ path: ['global_keys', index], message: `duplicate key (same token as ${earlier})` });
+    else owner.set(key, `global_keys[${index}]`);
+  });
+  for (const [name, key] of definitionKeys) {
+    if (key === undefined) continue;
+    const earlier = owner.get(key);
+    if (earlier !== undefined)
+      issues.push({
+        path: ['key_definitions', name, 'key'],
+        message: `the same token is already used by ${earlier}; each token must belong to one key`,
+      });
+    else owner.set(key, `key_definitions.${name}`);
+  }
+  return issues;
+}
+
+/** The literal of a secret field, or undefined for a reference. */
+const literalOf = (value: string | SecretReference): string | undefined =>
+  typeof value === 'string' ? value : undefined;
+
+// ---------------------------------------------------------------------------------------------
 // Limits (spec 2.3)
 // ---------------------------------------------------------------------------------------------
 
@@ -222,7 +330,9 @@ export const ConcurrencyLimitSchema = z
 
 export const KeyDefinitionSchema = z
   .strictObject({
-    key: NonEmptyString.describe('The bearer token clients send (`Authorization: Bearer <key>`).'),
+    key: secretOr(ClientKeyLiteralSchema).describe(
+      'The bearer token clients send (`Authorization: Bearer <key>`): the token itself, or a [secret reference](#secret-reference) (`{ from_file: /path }` or `{ from_env: NAME }`).',
+    ),
     rate_limit: RateLimitSchema.optional().describe(
       "Token bucket for this key alone; checked before the target's bucket, and both must pass.",
     ),
@@ -245,10 +355,10 @@ export const KeyDefinitionSchema = z
 export const AuthSchema = z
   .strictObject({
     global_keys: z
-      .array(NonEmptyString)
+      .array(secretOr(ClientKeyLiteralSchema))
       .optional()
       .describe(
-        'Bearer tokens accepted on every target that requires authentication (a target with `keys`).',
+        'Bearer tokens accepted on every target that requires authentication (a target with `keys`). Each entry is a token (or the name of a key definition) or a [secret reference](#secret-reference), whose value is always a token.',
       ),
     key_definitions: z
       .record(NonEmptyString, KeyDefinitionSchema)
@@ -258,28 +368,14 @@ export const AuthSchema = z
       ),
   })
   .superRefine((auth, ctx) => {
-    // A token must resolve to one identity, or its limits and account would depend on lookup order.
-    const owner = new Map<string, string>();
-    (auth.global_keys ?? []).forEach((key, index) => {
-      const earlier = owner.get(key);
-      if (earlier !== undefined)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['global_keys', index],
-          message: `duplicate key (same token as ${earlier})`,
-        });
-      else owner.set(key, `global_keys[${index}]`);
-    });
-    for (const [name, definition] of Object.entries(auth.key_definitions ?? {})) {
-      const earlier = owner.get(definition.key);
-      if (earlier !== undefined)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['key_definitions', name, 'key'],
-          message: `the same token is already used by ${earlier}; each token must belong to one key`,
-        });
-      else owner.set(definition.key, `key_definitions.${name}`);
-    }
+    const issues = tokenOwnershipIssues(
+      (auth.global_keys ?? []).map(literalOf),
+      Object.entries(auth.key_definitions ?? {}).map(([name, definition]) => [
+        name,
+        literalOf(definition.key),
+      ]),
+    );
+    for (const issue of issues) ctx.addIssue({ code: 'custom', ...issue });
   })
   .meta({
     id: 'Auth',
@@ -623,11 +719,10 @@ function upstreamFields(scope: 'target' | 'provider') {
   const inherits = (what: string): string =>
     onProvider ? ` Overrides the pool's ${what} for this provider.` : '';
   return {
-    // It becomes a header value: line breaks or NUL would make every request fail at send time.
-    gateway_key: HeaderValueSchema.min(1, { error: 'must not be empty' })
+    gateway_key: secretOr(UpstreamKeySchema)
       .optional()
       .describe(
-        `API key sent to the upstream in \`upstream_auth_header_name\`. Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
+        `API key sent to the upstream in \`upstream_auth_header_name\`: the key itself, or a [secret reference](#secret-reference) (\`{ from_file: /path }\` or \`{ from_env: NAME }\`). Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
       ),
     gateway_model: NonEmptyString.optional().describe(
       `Model name written into the forwarded request's \`model\` field; absent: the client's value is sent.${inherits('`gateway_model`')}`,
@@ -743,10 +838,10 @@ const TargetObjectSchema = z.strictObject({
     'Retry and failover across the providers. Pools only. Absent: a single attempt per request.',
   ),
   keys: z
-    .array(NonEmptyString)
+    .array(secretOr(ClientKeyLiteralSchema))
     .optional()
     .describe(
-      'Client keys accepted for this target: literal bearer tokens or names of `auth.key_definitions` entries. When present (even empty) the target requires `Authorization: Bearer <token>` and also accepts the global keys. Absent: no client authentication.',
+      'Client keys accepted for this target: literal bearer tokens, names of `auth.key_definitions` entries, or [secret references](#secret-reference) (whose value is always a token). When present (even empty) the target requires `Authorization: Bearer <token>` and also accepts the global keys. Absent: no client authentication.',
     ),
   ...upstreamFields('target'),
   inflight_limit: NonNegativeInt.optional().describe(
@@ -943,7 +1038,9 @@ export type SingleProviderTarget = TargetConfig & {
 // Resolution helpers shared with the runtime, so validation and behaviour cannot drift apart
 // ---------------------------------------------------------------------------------------------
 
-export function isPoolTarget(target: TargetConfig): target is PoolTarget {
+export function isPoolTarget<T extends Pick<TargetConfig, 'providers'>>(
+  target: T,
+): target is T & Pick<PoolTarget, 'providers'> {
   return target.providers !== undefined;
 }
 
@@ -990,7 +1087,7 @@ export function resolveAimd(overrides: AimdOverrides | undefined): AimdParameter
  * Whether the share controller runs on a target as configured (spec 3.1): a `priority` pool with
  * fallback enabled, more than one provider, and `aimd` not `false`.
  */
-export function aimdApplies(target: TargetConfig): boolean {
+export function aimdApplies(target: Pick<TargetConfig, 'providers' | 'strategy' | 'fallback'>): boolean {
   return (
     target.providers !== undefined &&
     target.providers.length > 1 &&
@@ -1092,6 +1189,7 @@ export const CROSS_FIELD_RULES: readonly string[] = Object.freeze([
   'Reasoning translation: every write of a surface maps the same set of efforts; the mapped efforts and `unsupported_efforts` are disjoint and together name all seven efforts (none, minimal, low, medium, high, xhigh, max); writes of a surface do not share or nest their `target_path`.',
   '`reject_unsupported_params` names must be in the unsupported-parameter catalog and appear once.',
   'A target key `alias:class` (split at the last colon) whose `alias` is also a target key is a request-class pool of that alias: `inflight_limit`, `account_inflight_limits` and `batch_inflight_limit` are read from the alias default pool and are errors on the request-class pool; request classes do not nest.',
-  'A bearer token appears once across `auth.global_keys` and `auth.key_definitions`.',
+  'A bearer token appears once across `auth.global_keys` and `auth.key_definitions`, compared after secret references are resolved.',
+  'A secret reference has exactly one of `from_file` and `from_env`; its resolved value passes the checks of a literal in the same field (a `gateway_key` is a valid header value; a client key is non-empty and without whitespace).',
   '`response_headers` names are HTTP tokens, unique ignoring case, and not framing headers (`content-length`, `transfer-encoding`, `connection`, ...).',
 ]);

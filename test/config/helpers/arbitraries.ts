@@ -37,6 +37,14 @@ const rateLimit = fc.record({
 });
 const concurrencyLimit = fc.record({ max_concurrent_requests: fc.integer({ min: 1, max: 10_000 }) });
 
+/** A key kept out of the file: a path under a Secret mount, or an environment variable name. */
+const secretReference = fc.oneof(
+  label.map((name) => ({ from_file: `/etc/gateway-keys/${name}` })),
+  fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,12}$/).map((name) => ({ from_env: name })),
+);
+/** A key field: the literal token or a reference. */
+const secret = fc.oneof(token, secretReference);
+
 const headerValue = fc.stringMatching(/^[ -~]{0,20}$/);
 /** Lower-case names, so no two keys are the same header in a different case. */
 const responseHeaders = fc.dictionary(fc.stringMatching(/^x-[a-z]{1,8}$/), headerValue, { maxKeys: 3 });
@@ -68,7 +76,7 @@ const reasoningTranslation = fc
 /** Fields a target and a provider entry share (provider-only and target-only fields are added below). */
 const upstreamFields = (scope: 'target' | 'provider') =>
   fc.record({
-    gateway_key: optional(token),
+    gateway_key: optional(secret),
     gateway_model: optional(token),
     upstream_auth_header_name: optional(fc.constantFrom('Authorization', 'api-key', 'X-Api-Key')),
     upstream_auth_header_prefix: optional(fc.constantFrom('', 'Bearer ', 'Token ')),
@@ -199,7 +207,8 @@ const auth = fc
       return [
         name,
         compact({
-          key: tokens[i],
+          // Every other definition keeps its key in a file.
+          key: i % 2 === 0 ? tokens[i] : { from_file: `/etc/gateway-keys/${name}` },
           rate_limit: d.rate_limit,
           concurrency_limit: d.concurrency_limit,
           labels: d.account === undefined ? undefined : { account: d.account },
