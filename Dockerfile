@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1.7
-#
 # One image for both programs: `gateway` (the entrypoint) and `sim serve` (override the command with
 # ["/nodejs/bin/node", "/app/bin/sim.js", "serve", ...]). Runtime: distroless Node 24, non-root
 # (uid/gid 65532), no shell, no package manager, read-only root filesystem friendly (nothing is
@@ -10,6 +8,9 @@
 # builds. Refresh them with
 #   .github/scripts/pin-base-images.sh            (crane, or docker buildx imagetools inspect)
 # and commit the result; docs/operations.md ("Base images") explains the procedure.
+#
+# No `# syntax=` line: the builder's own Dockerfile frontend is used, so a build needs no registry
+# beyond the base images, and `make image-local` builds this file with no registry at all.
 
 ARG BUILD_IMAGE=docker.io/library/node:24-bookworm-slim
 ARG BUILD_IMAGE_DIGEST=sha256:3638d9a6fe4030bd716be989438248074489337ba3275657f93595428be4fc03

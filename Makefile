@@ -6,6 +6,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 NODE_VERSION ?= 24.21.0
+# npm of the locally assembled build base image (make image-local)
+NPM_VERSION ?= 11.21.2
 HELM_VERSION ?= v3.22.0
 TOOLS := $(CURDIR)/.tools
 LOCAL_NODE := $(TOOLS)/node/bin/node
@@ -25,7 +27,7 @@ DEPS_STAMP := node_modules/.deps-stamp
 BUILD_STAMP := dist/.build-stamp
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help run test build lint typecheck unit bench bench-quick e2e e2e-kind soak clean docs check-docs node-info helm chart-golden
+.PHONY: help run test build lint typecheck unit bench bench-quick e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -94,8 +96,11 @@ bench-quick: $(BUILD_STAMP) ## Short benchmark run (under two minutes)
 e2e: $(BUILD_STAMP) ## Local end-to-end lifecycle checks (processes on loopback)
 	vitest run --config e2e/vitest.config.ts
 
-e2e-kind: $(BUILD_STAMP) ## kind end-to-end (needs Docker and kind; skips with a message otherwise)
-	bash e2e/kind/run.sh
+image-local: $(DEPS_STAMP) ## Build the Dockerfile offline with locally assembled base images (needs a Docker engine, or root and Debian's docker.io)
+	NODE_VERSION=$(NODE_VERSION) NPM_VERSION=$(NPM_VERSION) bash e2e/images/gateway.sh
+
+e2e-k8s: $(BUILD_STAMP) $(TOOLS)/bin/helm ## The chart's lifecycle on a real cluster: KUBECONFIG, else kind, else a host cluster built here (skips with a message when none is possible; E2E_K8S_REQUIRED=1 fails instead)
+	NODE_VERSION=$(NODE_VERSION) NPM_VERSION=$(NPM_VERSION) bash e2e/k8s/run.sh
 
 soak: $(BUILD_STAMP) ## Longer reliability runs
 	SOAK=1 vitest run test/reliability

@@ -6,7 +6,7 @@
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -350,40 +350,62 @@ describe('e2e workflow', () => {
     );
   });
 
-  it('runs the kind e2e with skipping turned into failure', () => {
+  it('runs the real-cluster suite on kind with skipping turned into failure', () => {
     const e2e = workflow('e2e.yaml');
-    const kind = steps(e2e).find((s) => s.run?.includes('make e2e-kind'));
-    expect(kind).toBeDefined();
-    expect((kind as { env?: Record<string, string> }).env?.E2E_KIND_REQUIRED).toBe('1');
+    const suite = steps(e2e).find((s) => s.run?.trim() === 'make e2e-k8s') as
+      | { env?: Record<string, string> }
+      | undefined;
+    expect(suite).toBeDefined();
+    expect(suite!.env).toMatchObject({ E2E_K8S_REQUIRED: '1', E2E_K8S_PROVIDER: 'kind' });
     expect(scripts(e2e)).toContain('go install sigs.k8s.io/kind@');
   });
 
-  it('the kind e2e values render into valid objects with the sidecar and its models', () => {
-    const objects = render({ valuesFiles: [join(ROOT, 'e2e/kind/values.yaml')] });
+  it('the real-cluster values render into valid objects with the sidecar, its models and the image by digest', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const objects = render({
+      valuesFiles: [join(ROOT, 'e2e/k8s/values.yaml')],
+      setJson: { image: { repository: 'docker.io/library/llm-gateway', digest } },
+    });
     for (const o of objects) expect(validateObject(o), `${o.kind}/${o.metadata.name}`).toEqual([]);
     const models = findObject(objects, 'ConfigMap', 'gateway-sim-models')!.data as Record<string, string>;
     expect(Object.keys(models).sort()).toEqual(['fast.toml', 'long.toml', 'medium.toml']);
     const deployment = findObject(objects, 'Deployment')!;
-    expect(JSON.stringify(deployment.spec)).toContain('"image":"llm-gateway:e2e"');
+    expect(JSON.stringify(deployment.spec)).toContain(`"image":"docker.io/library/llm-gateway@${digest}"`);
+  });
+});
+
+describe('make e2e-k8s without a cluster', () => {
+  // A KUBECONFIG whose API server does not answer: the suite must say so, never pass silently.
+  const dir = mkdtempSync(join(tmpdir(), 'e2e-k8s-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters: [{name: none, cluster: {server: "https://127.0.0.1:1"}}]',
+      'users: [{name: none, user: {}}]',
+      'contexts: [{name: none, context: {cluster: none, user: none}}]',
+      'current-context: none',
+    ].join('\n'),
+  );
+  const runSuite = (required: string) =>
+    spawnSync('bash', [join(ROOT, 'e2e/k8s/run.sh')], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, KUBECONFIG: kubeconfig, E2E_K8S_REQUIRED: required, E2E_K8S_PROVIDER: '' },
+    });
+
+  it('says why and skips', () => {
+    const skipped = runSuite('');
+    expect(skipped.stdout).toMatch(/no Kubernetes cluster is possible here: .*(does not answer|kubectl is not on PATH)/);
+    expect(skipped.stdout).toMatch(/^SKIPPED: the real-cluster suite did not run/m);
+    expect(skipped.status).toBe(0);
   });
 
-  it('make e2e-kind says SKIPPED where there is no Docker engine or kind, and fails if required', (ctx) => {
-    const docker = spawnSync('docker', ['info'], { encoding: 'utf8' });
-    const kind = spawnSync('kind', ['version'], { encoding: 'utf8' });
-    if (docker.status === 0 && kind.status === 0)
-      return ctx.skip('Docker and kind are available: run make e2e-kind');
-    const skipped = spawnSync('bash', [join(ROOT, 'e2e/kind/run.sh')], {
-      encoding: 'utf8',
-      env: { ...process.env, E2E_KIND_REQUIRED: '' },
-    });
-    expect(skipped.status).toBe(0);
-    expect(skipped.stdout).toMatch(
-      /^SKIPPED: kind e2e needs a Docker engine and kind; it runs in \.github\/workflows\/e2e\.yaml \(.+\)$/m,
-    );
-    const required = spawnSync('bash', [join(ROOT, 'e2e/kind/run.sh')], {
-      encoding: 'utf8',
-      env: { ...process.env, E2E_KIND_REQUIRED: '1' },
-    });
+  it('fails with E2E_K8S_REQUIRED=1', () => {
+    const required = runSuite('1');
+    expect(required.stderr).toContain('E2E_K8S_REQUIRED=1: the real-cluster suite could not run');
     expect(required.status).toBe(1);
   });
 });
