@@ -44,6 +44,14 @@ function tryConnect(port: number): Promise<string> {
   });
 }
 
+async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
+
 describe('admin listener', () => {
   it('serves health and metrics on the admin port only', async () => {
     const gateway = await startGateway(config());
@@ -115,6 +123,36 @@ describe('graceful shutdown (spec 3.2)', () => {
     expect(gateway.program.logs.some((l) => l.msg === 'shutdown: every accepted request finished')).toBe(
       true,
     );
+  });
+
+  it('answers a kept-alive connection with Connection: close during the delay, so the client reconnects elsewhere', async () => {
+    const gateway = await startGateway(config(), { args: ['--shutdown-delay-secs', '3'] });
+    gateways.push(gateway);
+    const socket = connect(gateway.port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const payload = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    const request = `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`;
+    let received = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
+    const closedAt = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+    const responses = (): string[] => received.split('HTTP/1.1 ').filter(Boolean);
+
+    socket.write(request);
+    await waitUntil(() => responses().length === 1 && received.includes('{"id":"ok"}'));
+    expect(responses()[0]!.toLowerCase()).toContain('connection: keep-alive');
+
+    gateway.program.proc.kill('SIGTERM');
+    await gateway.program.waitForLog((l) => l.msg?.startsWith('shutdown: readiness failing') ?? false);
+    const sentAt = Date.now();
+    socket.write(request);
+    const closed = await closedAt;
+    // Served, then closed by the gateway right after the response, long before admission closes.
+    expect(responses()).toHaveLength(2);
+    expect(responses()[1]).toMatch(/^200/);
+    expect(responses()[1]!.toLowerCase()).toContain('connection: close');
+    expect(closed - sentAt).toBeLessThan(2_000);
+    expect(gateway.program.logs.some((l) => l.msg?.startsWith('shutdown: admission closed'))).toBe(false);
   });
 
   it('answers a request that arrives on a reused connection during the drain with Connection: close', async () => {

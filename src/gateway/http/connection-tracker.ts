@@ -90,9 +90,10 @@ export class ConnectionTracker {
   }
 
   /**
-   * Admission has closed: the last response queued on each socket goes out with
-   * `Connection: close`, so no client reuses a connection to a process that is going away. Only the
-   * last one: marking an earlier pipelined response would close the socket under the later ones.
+   * Shutdown has begun: the last response queued on each socket, and every response after it, goes
+   * out with `Connection: close`, so no client reuses a connection to a process that is going
+   * away. Only the last one: marking an earlier pipelined response would close the socket under the
+   * later ones.
    */
   closeAfterResponses(): void {
     this.draining = true;

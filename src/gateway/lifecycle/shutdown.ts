@@ -28,15 +28,20 @@ export const EXIT_FORCED = 1;
 
 /**
  * Spec 3.2, step by step: readiness fails at once; requests are still served for the delay (the
- * orchestrator needs that time to stop routing to us); then admission closes and accepted requests
- * and bodies finish; past the drain deadline the rest are cut, counted and the exit is non-zero.
- * `/healthz` and `/metrics` stay up until the very end.
+ * orchestrator needs that time to stop routing to us), each answered with `Connection: close`;
+ * then admission closes and accepted requests and bodies finish; past the drain deadline the rest
+ * are cut, counted and the exit is non-zero. `/healthz` and `/metrics` stay up until the very end.
  */
 export async function runShutdown(deps: ShutdownDeps, reason: string): Promise<number> {
   const { lifecycle, logger, proxyServer, proxyConnections } = deps;
   const startedAt = performance.now();
 
   lifecycle.enter('delaying');
+  // Requests are still served, but every response from now on carries `Connection: close`: a
+  // kept-alive connection would otherwise keep bringing requests to this process after the
+  // orchestrator stopped routing new ones here, and the last of them would race the close of idle
+  // connections when admission closes. Clients reconnect, and the Service sends them elsewhere.
+  proxyConnections.closeAfterResponses();
   logger.info(
     { reason, delaySecs: deps.delaySecs, timeoutSecs: deps.timeoutSecs, inFlight: proxyConnections.active },
     'shutdown: readiness failing, still serving during the delay',
@@ -45,7 +50,6 @@ export async function runShutdown(deps: ShutdownDeps, reason: string): Promise<n
 
   lifecycle.enter('draining');
   proxyServer.close();
-  proxyConnections.closeAfterResponses();
   proxyServer.closeIdleConnections();
   const inFlightAtClose = proxyConnections.active;
   logger.info(
