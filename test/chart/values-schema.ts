@@ -148,6 +148,12 @@ function chartValues(): Schema {
       mountPath: str({ pattern: '^/' }),
       rolloutOnChange: bool(),
     }),
+    keys: strict({
+      moveToSecret: bool(),
+      mountPath: str({ pattern: '^/' }),
+      existingSecret: str(),
+      existingSecretMountPath: str({ pattern: '^/' }),
+    }),
     sharedState: strict({
       enabled: bool(),
       url: str({

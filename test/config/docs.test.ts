@@ -123,11 +123,15 @@ describe('configuration examples in the documentation', () => {
     const values = /```yaml\n([\s\S]*?)```/.exec(operations.slice(start))?.[1];
     const parsed = parseYaml(values!) as {
       config: { spec: { auth: { key_definitions: Record<string, { key: unknown }> } } };
-      extraVolumeMounts: { mountPath: string }[];
+      keys: { existingSecret: string };
     };
     expect(await problems(parsed.config.spec)).toEqual([]);
-    // The references point into the directory the Secret is mounted on.
+    // The references point into the directory the chart mounts keys.existingSecret on.
+    const chart = parseYaml(await readFile('charts/gateway/values.yaml', 'utf8')) as {
+      keys: { existingSecretMountPath: string };
+    };
+    expect(parsed.keys.existingSecret).not.toBe('');
     const key = parsed.config.spec.auth.key_definitions['team-a']?.key as { from_file: string };
-    expect(key.from_file.startsWith(`${parsed.extraVolumeMounts[0]!.mountPath}/`)).toBe(true);
+    expect(key.from_file.startsWith(`${chart.keys.existingSecretMountPath}/`)).toBe(true);
   });
 });

@@ -162,11 +162,11 @@ read better as integers.
 {{- end }}
 
 {{/*
-The configuration spec the gateway reads: config.spec, plus one target per simulator model when the
-sidecar is enabled and wired (simulator.sidecar.addTargets). A collision with a configured alias is
-an error rather than a silent override.
+config.spec, plus one target per simulator model when the sidecar is enabled and wired
+(simulator.sidecar.addTargets). A collision with a configured alias is an error rather than a
+silent override.
 */}}
-{{- define "gateway.configSpec" -}}
+{{- define "gateway.assembledSpec" -}}
 {{- $spec := deepCopy (default (dict) .Values.config.spec) }}
 {{- $targets := deepCopy (default (dict) $spec.targets) }}
 {{- $sim := .Values.simulator.sidecar }}
@@ -183,6 +183,90 @@ an error rather than a silent override.
 {{- end }}
 {{- $_ := set $spec "targets" $targets }}
 {{- toJson $spec }}
+{{- end }}
+
+{{/* A Secret data key (a file name in the mounted Secret) for a name that may hold any character. */}}
+{{- define "gateway.keyFileName" -}}
+{{- $clean := regexReplaceAll "[^-._a-zA-Z0-9]" . "_" }}
+{{- if eq $clean . }}{{ . }}{{ else }}{{ printf "%s-%s" $clean (sha256sum . | trunc 8) }}{{ end }}
+{{- end }}
+
+{{/*
+The literal keys of the assembled spec: every key field (auth.global_keys[], a key definition's
+key, a literal token in a target's keys[], gateway_key on a target or a pool's provider entry) that
+holds a string rather than a { from_file } / { from_env } reference. Returns
+{"spec": ..., "data": {file: key}}: with keys.moveToSecret each such key is replaced by a
+{ from_file: <keys.mountPath>/<file> } reference and its value goes to the key Secret as <file>;
+without it the spec is unchanged and "data" says what stays literal (NOTES warns).
+*/}}
+{{- define "gateway.keyExtraction" -}}
+{{- $spec := include "gateway.assembledSpec" . | fromJson }}
+{{- $move := .Values.keys.moveToSecret }}
+{{- $mount := trimSuffix "/" .Values.keys.mountPath }}
+{{- $data := dict }}
+{{- $auth := default (dict) $spec.auth }}
+{{- $definitions := default (dict) $auth.key_definitions }}
+{{- if $auth.global_keys }}
+{{- $list := list }}
+{{- range $i, $key := $auth.global_keys }}
+{{- if kindIs "string" $key }}
+{{- $file := printf "global-key-%d" $i }}
+{{- $_ := set $data $file $key }}
+{{- $key = dict "from_file" (printf "%s/%s" $mount $file) }}
+{{- end }}
+{{- $list = append $list $key }}
+{{- end }}
+{{- if $move }}{{ $_ := set $auth "global_keys" $list }}{{ end }}
+{{- end }}
+{{- range $name, $definition := $definitions }}
+{{- if kindIs "string" $definition.key }}
+{{- $file := printf "key-%s" (include "gateway.keyFileName" $name) }}
+{{- $_ := set $data $file $definition.key }}
+{{- if $move }}{{ $_ := set $definition "key" (dict "from_file" (printf "%s/%s" $mount $file)) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- range $alias, $target := $spec.targets }}
+{{- $name := include "gateway.keyFileName" $alias }}
+{{- if kindIs "string" $target.gateway_key }}
+{{- $file := printf "gateway-key-%s" $name }}
+{{- $_ := set $data $file $target.gateway_key }}
+{{- if $move }}{{ $_ := set $target "gateway_key" (dict "from_file" (printf "%s/%s" $mount $file)) }}{{ end }}
+{{- end }}
+{{- if $target.keys }}
+{{- $list := list }}
+{{- range $i, $key := $target.keys }}
+{{- /* A string naming a key definition is that definition, not a key. */}}
+{{- if and (kindIs "string" $key) (not (hasKey $definitions $key)) }}
+{{- $file := printf "client-key-%s-%d" $name $i }}
+{{- $_ := set $data $file $key }}
+{{- $key = dict "from_file" (printf "%s/%s" $mount $file) }}
+{{- end }}
+{{- $list = append $list $key }}
+{{- end }}
+{{- if $move }}{{ $_ := set $target "keys" $list }}{{ end }}
+{{- end }}
+{{- range $i, $provider := default (list) $target.providers }}
+{{- if kindIs "string" $provider.gateway_key }}
+{{- $file := printf "gateway-key-%s-%s" $name (include "gateway.keyFileName" (toString (default $i $provider.name))) }}
+{{- $_ := set $data $file $provider.gateway_key }}
+{{- if $move }}{{ $_ := set $provider "gateway_key" (dict "from_file" (printf "%s/%s" $mount $file)) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toJson (dict "spec" $spec "data" $data) }}
+{{- end }}
+
+{{/* The configuration spec the gateway reads: the assembled spec, keys moved out when asked. */}}
+{{- define "gateway.configSpec" -}}
+{{- (include "gateway.keyExtraction" . | fromJson).spec | toJson }}
+{{- end }}
+
+{{/* The chart-managed key Secret's data (empty unless keys.moveToSecret found literal keys). */}}
+{{- define "gateway.keySecretData" -}}
+{{- if and .Values.keys.moveToSecret (not (include "gateway.externalConfig" .)) }}
+{{- (include "gateway.keyExtraction" . | fromJson).data | toJson }}
+{{- else }}{}
+{{- end }}
 {{- end }}
 
 {{/* The GatewayConfig envelope written into the chart-managed ConfigMap. */}}
@@ -219,6 +303,11 @@ an error rather than a silent override.
 {{- end }}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.adminService.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs adminService.enabled (the ServiceMonitor selects the admin Service); use metrics.podMonitor otherwise" }}
+{{- end }}
+{{- $mounts := list .Values.config.mountPath .Values.keys.mountPath }}
+{{- if .Values.keys.existingSecret }}{{ $mounts = append $mounts .Values.keys.existingSecretMountPath }}{{ end }}
+{{- if ne (len $mounts) (len (uniq $mounts)) }}
+{{- fail (printf "config.mountPath, keys.mountPath and keys.existingSecretMountPath must be different directories (got %s): each is a volume of its own" (join ", " $mounts)) }}
 {{- end }}
 {{- if eq (int .Values.gateway.port) (int .Values.gateway.adminPort) }}
 {{- fail "gateway.port and gateway.adminPort must differ: health and metrics never share the proxy port" }}
