@@ -7,7 +7,11 @@
 //   {"mode": "stream", "url": "...", "body": {...}, "headers": {...}}
 //   {"mode": "requests", "url": "...", "bodies": [{...}, ...], "headers": {...}, "count": 20, "concurrency": 4}
 //   {"mode": "load", "url": "...", "bodies": [{...}, ...], "concurrency": 6, "maxMs": 600000}
+//   {"mode": "until", "url": "...", "body": {...}, "checks": [{"headers": {...}, "status": 200}, ...],
+//    "timeoutMs": 120000}
 //
+// "until" repeats the checks (one request each) until every one answers its status, and reports
+// when (`at`, epoch milliseconds) and after how many rounds, or `timedOut`.
 // "requests" and "load" cycle through `bodies` (a mix of streamed and non-streamed requests).
 // "load" runs until SIGUSR2 (or maxMs, a bound), then lets the requests in flight finish. Each
 // request is one of:
@@ -150,6 +154,22 @@ async function main() {
       clearTimeout(bound);
       emit(summary);
       return;
+    }
+    case 'until': {
+      const deadline = Date.now() + (spec.timeoutMs ?? 120_000);
+      emit({ event: 'polling' });
+      for (let rounds = 1; ; rounds += 1) {
+        const statuses = [];
+        for (const check of spec.checks) {
+          statuses.push((await once({ ...spec, headers: check.headers }, spec.body)).status);
+        }
+        const met = spec.checks.every((check, i) => statuses[i] === check.status);
+        if (met || Date.now() > deadline) {
+          emit({ at: Date.now(), rounds, statuses, timedOut: !met });
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, spec.intervalMs ?? 250));
+      }
     }
     default:
       throw new Error(`unknown mode ${spec.mode}`);

@@ -55,6 +55,26 @@ const SERVICE = `http://${FULLNAME}.${NS}.svc:80`;
 const COMPLETIONS = `${SERVICE}/v1/chat/completions`;
 
 const values = baseValues();
+// Client keys: team-a's in a Secret the test manages (rotated below), team-b's a literal of
+// config.spec that the chart moves into its own Secret.
+const KEYS = {
+  secret: 'e2e-team-keys',
+  old: 'sk-e2e-team-a-old-4f1c9d',
+  new: 'sk-e2e-team-a-new-8b27e3',
+  b: 'sk-e2e-team-b-0d5a61',
+};
+values.keys = { existingSecret: KEYS.secret };
+values.config.spec.auth = {
+  key_definitions: {
+    'team-a': { key: { from_file: '/etc/gateway-secrets/team-a' }, labels: { account: 'a' } },
+    'team-b': { key: KEYS.b, labels: { account: 'b' } },
+  },
+};
+values.config.spec.targets.secured = {
+  url: 'http://127.0.0.1:8000/v1',
+  gateway_model: 'fast',
+  keys: ['team-a', 'team-b'],
+};
 const budget = {
   delay: values.gateway.shutdownDelaySecs,
   drain: values.gateway.shutdownTimeoutSecs,
@@ -135,6 +155,10 @@ async function underLoad(
 
 beforeAll(async () => {
   await createNamespace(NS);
+  await core.createNamespacedSecret({
+    namespace: NS,
+    body: { metadata: { name: KEYS.secret }, stringData: { 'team-a': `${KEYS.old}\n` } },
+  });
 }, 300_000);
 
 afterAll(async () => {
@@ -162,6 +186,13 @@ describe('the chart on a real cluster', () => {
     expect(out).toContain(`The gateway is installed as ${FULLNAME} in namespace ${NS} (image ${image})`);
     expect(out).toContain(`http://${FULLNAME}.${NS}.svc:80/v1`);
     expect(out).toContain(`terminationGracePeriodSeconds ${budget.delay + budget.drain + 5 + 20}`);
+
+    // No key in the ConfigMap: team-b's literal went to the chart's key Secret.
+    const configMap = await core.readNamespacedConfigMap({ name: FULLNAME, namespace: NS });
+    expect(configMap.data?.['config.yaml']).not.toContain(KEYS.b);
+    expect(configMap.data?.['config.yaml']).toContain('from_file: /etc/gateway-keys/key-team-b');
+    const keySecret = await core.readNamespacedSecret({ name: `${FULLNAME}-keys`, namespace: NS });
+    expect(Buffer.from(keySecret.data?.['key-team-b'] ?? '', 'base64').toString()).toBe(KEYS.b);
 
     const pods = await gatewayPods(NS, RELEASE);
     expect(pods).toHaveLength(2);
@@ -356,6 +387,78 @@ describe('the chart on a real cluster', () => {
       (await hashes()).every((h, i) => h === goodHashes[i]) ? true : undefined,
     );
   }, 420_000);
+
+  it('rotates a client key in its Secret: every pod takes the new key and refuses the old, without a restart', async () => {
+    const before = await gatewayPods(NS, RELEASE);
+    const syncS = await kubeletSyncSeconds(before[0]!.spec!.nodeName!);
+    const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+    const until = (pod: V1Pod, checks: { headers: Record<string, string>; status: number }[]) =>
+      startClient(NS, {
+        mode: 'until',
+        url: `http://${pod.status?.podIP}:3000/v1/chat/completions`,
+        body: chat('secured', false),
+        checks,
+        timeoutMs: (syncS + 120) * 1000,
+      });
+    // Before: the old key and the moved literal are accepted, anything else refused.
+    for (const pod of before) {
+      const ready = await clientResult<{ timedOut: boolean; statuses: number[] }>(
+        NS,
+        await until(pod, [
+          { headers: bearer(KEYS.old), status: 200 },
+          { headers: bearer(KEYS.b), status: 200 },
+          { headers: bearer(KEYS.new), status: 401 },
+        ]),
+      );
+      expect(ready.timedOut, `${podName(pod)}: ${ready.statuses.join(', ')}`).toBe(false);
+    }
+
+    const pollers = await Promise.all(
+      before.map((pod) =>
+        until(pod, [
+          { headers: bearer(KEYS.new), status: 200 },
+          { headers: bearer(KEYS.old), status: 401 },
+          { headers: bearer(KEYS.b), status: 200 },
+        ]),
+      ),
+    );
+    for (const poller of pollers) await clientEvent(NS, poller, 'polling');
+    const secret = await core.readNamespacedSecret({ name: KEYS.secret, namespace: NS });
+    secret.data = { 'team-a': Buffer.from(`${KEYS.new}\n`).toString('base64') };
+    await core.replaceNamespacedSecret({ name: KEYS.secret, namespace: NS, body: secret });
+    const rotatedAt = Date.now();
+    const results = await Promise.all(
+      pollers.map((p) =>
+        clientResult<{ at: number; timedOut: boolean; statuses: number[] }>(NS, p, (syncS + 180) * 1000),
+      ),
+    );
+    const delays = results.map((r) => r.at - rotatedAt);
+    figure('key-rotation', {
+      pods_switched_after_s: delays.map(seconds).join(' / '),
+      kubelet_sync_period_s: syncS,
+      restarts: 0,
+    });
+    for (const r of results) expect(r.timedOut, r.statuses.join(', ')).toBe(false);
+    expect(Math.max(...delays)).toBeLessThanOrEqual((syncS + values.gateway.configPollSecs + 5) * 1000);
+
+    const after = await gatewayPods(NS, RELEASE);
+    expect(after.map((p) => p.metadata?.uid).sort()).toEqual(before.map((p) => p.metadata?.uid).sort());
+    for (const pod of after) {
+      expect(
+        restartCounts(pod).every((n) => n === 0),
+        podName(pod),
+      ).toBe(true);
+      const log = await core.readNamespacedPodLog({
+        name: podName(pod),
+        namespace: NS,
+        container: 'gateway',
+      });
+      expect(log).toContain('/etc/gateway-secrets/team-a');
+      // Never the key itself.
+      expect(log).not.toContain(KEYS.old);
+      expect(log).not.toContain(KEYS.new);
+    }
+  }, 600_000);
 
   it('rolls to a new image digest (helm upgrade) under load with no request failed or cut', async () => {
     values.image.digest = DIGEST_B;
