@@ -1,9 +1,11 @@
 /**
  * Monitoring on a real cluster: the Prometheus Operator's CRDs installed, the chart's
  * ServiceMonitor and PrometheusRule accepted by the API server, and a Prometheus (an image
- * assembled from the host's prometheus) that scrapes exactly what the ServiceMonitor selects — its
- * scrape job is generated from the ServiceMonitor object the cluster holds, the way the operator
- * generates it — and evaluates the PrometheusRule's groups. A gateway series is queried back.
+ * assembled from the host's prometheus) that scrapes exactly what the ServiceMonitor selects and
+ * evaluates the PrometheusRule's groups; a gateway series is queried back. Debian's Prometheus is
+ * built without Kubernetes service discovery, so the ServiceMonitor's selection (its namespaces,
+ * the Service labels, the endpoint port by name, ready endpoints) is resolved here through the API
+ * server into the scrape targets, as the operator's generated discovery would select them.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +23,7 @@ import {
   createNamespace,
   custom,
   deleteNamespace,
+  discovery,
   figure,
   helm,
   kubectl,
@@ -44,80 +47,66 @@ interface ServiceMonitor {
   };
 }
 
-const labelName = (name: string): string => name.replace(/[^a-zA-Z0-9_]/g, '_');
-const escapeRegex = (value: string): string => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+interface TargetGroup {
+  targets: string[];
+  labels: Record<string, string>;
+}
 
 /**
- * The scrape jobs the Prometheus Operator generates for a ServiceMonitor: endpoint-slice discovery
- * in the selected namespaces, kept when the Service carries every selector label and the endpoint
- * port has the endpoint's name.
+ * The targets a ServiceMonitor's endpoint selects: in each selected namespace, the ready addresses
+ * of the endpoint slices of every Service carrying all the selector's labels, on the port with the
+ * endpoint's name.
  */
-export function scrapeJobs(monitor: ServiceMonitor): Record<string, unknown>[] {
+async function selectedTargets(monitor: ServiceMonitor, endpointIndex: number): Promise<TargetGroup[]> {
+  const endpoint = monitor.spec.endpoints[endpointIndex]!;
   const namespaces = monitor.spec.namespaceSelector?.matchNames ?? [monitor.metadata.namespace];
-  return monitor.spec.endpoints.map((endpoint, index) => ({
-    job_name: `serviceMonitor/${monitor.metadata.namespace}/${monitor.metadata.name}/${index}`,
-    honor_labels: false,
-    kubernetes_sd_configs: [{ role: 'endpointslice', namespaces: { names: namespaces } }],
+  const labelSelector = Object.entries(monitor.spec.selector.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const groups: TargetGroup[] = [];
+  for (const namespace of namespaces) {
+    for (const service of (await core.listNamespacedService({ namespace, labelSelector })).items) {
+      const name = service.metadata!.name!;
+      const slices = await discovery.listNamespacedEndpointSlice({
+        namespace,
+        labelSelector: `kubernetes.io/service-name=${name}`,
+      });
+      for (const slice of slices.items) {
+        const port = slice.ports?.find((p) => p.name === endpoint.port);
+        if (!port) continue;
+        for (const e of slice.endpoints.filter((x) => x.conditions?.ready === true))
+          groups.push({
+            targets: e.addresses.map((address) => `${address}:${port.port}`),
+            labels: { namespace, service: name, pod: e.targetRef?.name ?? '' },
+          });
+      }
+    }
+  }
+  return groups;
+}
+
+/** The scrape job of a ServiceMonitor endpoint, its targets in a file the job reads. */
+function scrapeJob(
+  monitor: ServiceMonitor,
+  endpointIndex: number,
+  targetsFile: string,
+): Record<string, unknown> {
+  const endpoint = monitor.spec.endpoints[endpointIndex]!;
+  return {
+    job_name: `serviceMonitor/${monitor.metadata.namespace}/${monitor.metadata.name}/${endpointIndex}`,
     scheme: endpoint.scheme ?? 'http',
     metrics_path: endpoint.path ?? '/metrics',
     ...(endpoint.interval ? { scrape_interval: endpoint.interval } : {}),
     ...(endpoint.scrapeTimeout ? { scrape_timeout: endpoint.scrapeTimeout } : {}),
-    relabel_configs: [
-      ...Object.entries(monitor.spec.selector.matchLabels ?? {}).map(([key, value]) => ({
-        action: 'keep',
-        source_labels: [
-          `__meta_kubernetes_service_label_${labelName(key)}`,
-          `__meta_kubernetes_service_labelpresent_${labelName(key)}`,
-        ],
-        regex: `(${escapeRegex(value)});true`,
-      })),
-      { action: 'keep', source_labels: ['__meta_kubernetes_endpointslice_port_name'], regex: endpoint.port },
-      { source_labels: ['__meta_kubernetes_namespace'], target_label: 'namespace' },
-      { source_labels: ['__meta_kubernetes_pod_name'], target_label: 'pod' },
-      { source_labels: ['__meta_kubernetes_service_name'], target_label: 'service' },
-    ],
-  }));
+    file_sd_configs: [{ files: [targetsFile] }],
+  };
 }
 
-async function deployPrometheus(config: string, rules: string): Promise<void> {
+async function deployPrometheus(files: Record<string, string>): Promise<void> {
   const labels = { 'app.kubernetes.io/name': 'prometheus' };
-  await core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: 'prometheus' } } });
-  kubectl(
-    ['apply', '--namespace', NS, '-f', '-'],
-    toYaml({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'Role',
-          metadata: { name: 'prometheus' },
-          rules: [
-            {
-              apiGroups: [''],
-              resources: ['services', 'endpoints', 'pods'],
-              verbs: ['get', 'list', 'watch'],
-            },
-            {
-              apiGroups: ['discovery.k8s.io'],
-              resources: ['endpointslices'],
-              verbs: ['get', 'list', 'watch'],
-            },
-          ],
-        },
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'RoleBinding',
-          metadata: { name: 'prometheus' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'prometheus' },
-          subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: NS }],
-        },
-      ],
-    }),
-  );
   await core.createNamespacedConfigMap({
     namespace: NS,
-    body: { metadata: { name: 'prometheus' }, data: { 'prometheus.yml': config, 'rules.yml': rules } },
+    body: { metadata: { name: 'prometheus' }, data: files },
   });
   await apps.createNamespacedDeployment({
     namespace: NS,
@@ -129,7 +118,7 @@ async function deployPrometheus(config: string, rules: string): Promise<void> {
         template: {
           metadata: { labels },
           spec: {
-            serviceAccountName: 'prometheus',
+            automountServiceAccountToken: false,
             securityContext: {
               runAsNonRoot: true,
               runAsUser: 65532,
@@ -247,12 +236,18 @@ describe('monitoring objects on a real API server', () => {
     expect(monitor.spec.endpoints[0]?.port).toBe('admin');
     expect(rule.spec.groups.length).toBeGreaterThan(0);
 
+    const targets = await selectedTargets(monitor, 0);
+    expect(targets.map((t) => t.labels.service)).toEqual([`${FULLNAME}-admin`, `${FULLNAME}-admin`]);
     const config = toYaml({
       global: { scrape_interval: '5s', evaluation_interval: '5s' },
       rule_files: ['/etc/prometheus/rules.yml'],
-      scrape_configs: scrapeJobs(monitor),
+      scrape_configs: [scrapeJob(monitor, 0, '/etc/prometheus/targets.json')],
     });
-    await deployPrometheus(config, toYaml({ groups: rule.spec.groups }));
+    await deployPrometheus({
+      'prometheus.yml': config,
+      'rules.yml': toYaml({ groups: rule.spec.groups }),
+      'targets.json': JSON.stringify(targets),
+    });
     const started = Date.now();
 
     const traffic = await runClient<{ completed: number }>(NS, {
@@ -269,13 +264,13 @@ describe('monitoring objects on a real API server', () => {
       labels: Record<string, string>;
       scrapePool: string;
     }
-    const targets = await waitFor('both pods scraped', 120_000, async () => {
+    const scraped = await waitFor('both pods scraped', 120_000, async () => {
       const data = await prometheusApi<{ activeTargets: Target[] }>('/api/v1/targets?state=active');
       const up = data.activeTargets.filter((t) => t.health === 'up');
       return up.length === 2 && data.activeTargets.length === 2 ? data.activeTargets : undefined;
     });
     // Exactly the admin endpoints of the release's pods: not the proxy port, not other Services.
-    for (const target of targets) {
+    for (const target of scraped) {
       expect(target.labels.service).toBe(`${FULLNAME}-admin`);
       expect(target.labels.pod).toMatch(new RegExp(`^${FULLNAME}-`));
       expect(target.labels.instance).toMatch(/:9090$/);
@@ -295,7 +290,7 @@ describe('monitoring objects on a real API server', () => {
       return loaded.length > 0 && loaded.every((r) => r.health === 'ok') ? loaded.length : undefined;
     });
     figure('monitoring', {
-      targets_up: targets.length,
+      targets_up: scraped.length,
       gateway_requests_total_fast: series,
       rules_ok: rules,
       first_answer_after_s: Math.round((Date.now() - started) / 100) / 10,
