@@ -353,8 +353,7 @@ describe('e2e workflow', () => {
   it('runs the real-cluster suite on kind with skipping turned into failure', () => {
     const e2e = workflow('e2e.yaml');
     const suite = steps(e2e).find((s) => s.run?.trim() === 'make e2e-k8s') as
-      | { env?: Record<string, string> }
-      | undefined;
+      { env?: Record<string, string> } | undefined;
     expect(suite).toBeDefined();
     expect(suite!.env).toMatchObject({ E2E_K8S_REQUIRED: '1', E2E_K8S_PROVIDER: 'kind' });
     expect(scripts(e2e)).toContain('go install sigs.k8s.io/kind@');
@@ -398,7 +397,9 @@ describe('make e2e-k8s without a cluster', () => {
 
   it('says why and skips', () => {
     const skipped = runSuite('');
-    expect(skipped.stdout).toMatch(/no Kubernetes cluster is possible here: .*(does not answer|kubectl is not on PATH)/);
+    expect(skipped.stdout).toMatch(
+      /no Kubernetes cluster is possible here: .*(does not answer|kubectl is not on PATH)/,
+    );
     expect(skipped.stdout).toMatch(/^SKIPPED: the real-cluster suite did not run/m);
     expect(skipped.status).toBe(0);
   });
