@@ -17,6 +17,8 @@ rk_apt_install() {
   local pkgs=(containerd runc etcd-server containernetworking-plugins iptables conntrack
               busybox-static openssl curl ca-certificates iproute2 util-linux)
   [[ ${HOSTK8S_WITH_DOCKER:-1} == 1 ]] && pkgs+=(docker.io)
+  # the image scripts write layers with python3
+  command -v python3 >/dev/null || pkgs+=(python3)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

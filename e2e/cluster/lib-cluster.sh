@@ -160,6 +160,9 @@ rk_net_up() {
   # bridge is forwarded anywhere but back into the bridge, whatever the uplink is called
   iptables -t mangle -C FORWARD "${EGRESS_GUARD[@]}" 2>/dev/null || iptables -t mangle -A FORWARD "${EGRESS_GUARD[@]}"
   iptables -t mangle -C FORWARD "${BRIDGE_GUARD[@]}" 2>/dev/null || iptables -t mangle -A FORWARD "${BRIDGE_GUARD[@]}"
+  # traffic between pods (and pods and Services) crosses the bridge through the filter FORWARD
+  # chain: accept it there even where its policy is DROP (a system dockerd sets that)
+  iptables -C FORWARD "${BRIDGE_ACCEPT[@]}" 2>/dev/null || iptables -I FORWARD "${BRIDGE_ACCEPT[@]}"
   touch "$D/egress-guard"
 }
 
@@ -500,6 +503,7 @@ cmd_down() {
   if [[ -f $D/egress-guard ]]; then
     while iptables -t mangle -C FORWARD "${EGRESS_GUARD[@]}" 2>/dev/null; do iptables -t mangle -D FORWARD "${EGRESS_GUARD[@]}"; done
     while iptables -t mangle -C FORWARD "${BRIDGE_GUARD[@]}" 2>/dev/null; do iptables -t mangle -D FORWARD "${BRIDGE_GUARD[@]}"; done
+    while iptables -C FORWARD "${BRIDGE_ACCEPT[@]}" 2>/dev/null; do iptables -D FORWARD "${BRIDGE_ACCEPT[@]}"; done
     rm -f "$D/egress-guard"
   fi
   ip link del "$BRIDGE" 2>/dev/null || true

@@ -27,7 +27,8 @@ started_docker=0
 if ! docker info >/dev/null 2>&1; then
   if [[ $(id -u) == 0 ]] && command -v dockerd >/dev/null; then
     img_log "no Docker engine reachable: starting a private dockerd (no network, no registry)"
-    eval "$(bash e2e/cluster/hostk8s docker-up | grep '^export ')"
+    docker_env=$(bash e2e/cluster/hostk8s docker-up) || img_die "the private dockerd did not start"
+    eval "$(grep '^export ' <<<"$docker_env")"
     started_docker=1
   else
     img_die "no Docker engine reachable (set DOCKER_HOST, or run as root with Debian's docker.io installed)"

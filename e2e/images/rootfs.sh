@@ -56,6 +56,7 @@ rootfs_accounts() {
 # removed.
 rootfs_import() {
   local root=$1 image=$2; shift 2
+  command -v python3 >/dev/null || img_die "assembling an image needs python3 (it writes the layer with fixed owners)"
   python3 - "$root" <<'PY' | docker import "$@" - "$image" >/dev/null
 import os, sys, tarfile
 root = sys.argv[1]

@@ -9,7 +9,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import {
   CRDS_DIR,
@@ -25,6 +25,7 @@ import {
   deleteNamespace,
   discovery,
   figure,
+  phase,
   helm,
   kubectl,
   podRequest,
@@ -189,16 +190,32 @@ const crdFiles = (): string[] =>
 const crdNames = (): string[] =>
   crdFiles().map((f) => (parseYaml(readFileSync(f, 'utf8')) as { metadata: { name: string } }).metadata.name);
 
+/** CRDs this run installed (and removes again): a cluster that already has them keeps its own. */
+let installedCrds: string[] = [];
+
 beforeAll(async () => {
   await createNamespace(NS);
-  kubectl(['apply', '--server-side', ...crdFiles().flatMap((f) => ['-f', f])]);
+  const present = new Set(
+    kubectl(['get', 'crd', '-o', 'name'])
+      .split('\n')
+      .map((line) => line.replace('customresourcedefinition.apiextensions.k8s.io/', '').trim()),
+  );
+  const files = crdFiles().filter((f, i) => !present.has(crdNames()[i]!));
+  installedCrds = crdNames().filter((n) => !present.has(n));
+  if (files.length > 0) kubectl(['apply', '--server-side', ...files.flatMap((f) => ['-f', f])]);
   kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...crdNames().map((n) => `crd/${n}`)]);
+  phase(
+    `monitoring CRDs: ${installedCrds.length ? `installed ${installedCrds.join(', ')}` : 'already present'}`,
+  );
 }, 300_000);
+
+beforeEach((ctx) => phase(`test: ${ctx.task.name}`));
 
 afterAll(async () => {
   if (KEEP) return;
   await deleteNamespace(NS);
-  kubectl(['delete', '--ignore-not-found', '--wait=false', ...crdNames().map((n) => `crd/${n}`)]);
+  if (installedCrds.length > 0)
+    kubectl(['delete', '--ignore-not-found', '--wait=false', ...installedCrds.map((n) => `crd/${n}`)]);
 });
 
 describe('monitoring objects on a real API server', () => {

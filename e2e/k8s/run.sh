@@ -128,7 +128,8 @@ fi
 # The Docker engine that builds: the one at hand, or the host cluster's private dockerd.
 if ! docker info >/dev/null 2>&1; then
   [[ $provider == hostk8s ]] || fail "building the image needs a Docker engine"
-  eval "$("${HOSTK8S[@]}" docker-up | grep '^export ')"
+  docker_env=$("${HOSTK8S[@]}" docker-up) || fail "the host cluster's dockerd did not start (log: $HOSTK8S_DIR/logs/dockerd.log)"
+  eval "$(grep '^export ' <<<"$docker_env")"
 fi
 
 case $(uname -m) in aarch64) PLATFORM_ARCH=arm64 ;; *) PLATFORM_ARCH=amd64 ;; esac
@@ -212,4 +213,5 @@ phase "running the lifecycle suite"
 export E2E_K8S_REPOSITORY=$REPOSITORY E2E_K8S_DIGEST_A=${DIGEST[a]} E2E_K8S_DIGEST_B=${DIGEST[b]}
 export E2E_K8S_CRDS=$CRDS E2E_K8S_PROVIDER_NAME=$provider E2E_K8S_SERVER_VERSION=$server_version
 export E2E_K8S_T0=$T0
+rm -f "$WORK/figures.jsonl"
 ./node_modules/.bin/vitest run --config e2e/k8s/vitest.config.ts ${E2E_K8S_TESTS:+"$E2E_K8S_TESTS"}

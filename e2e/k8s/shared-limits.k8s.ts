@@ -4,7 +4,7 @@
  * sharedState values, and one key's burst spent exactly once across both pods.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   KEEP,
   REDIS_IMAGE,
@@ -16,6 +16,7 @@ import {
   createNamespace,
   deleteNamespace,
   figure,
+  phase,
   gatewayPods,
   helm,
   podMetrics,
@@ -120,6 +121,8 @@ beforeAll(async () => {
     '5m',
   ]);
 }, 600_000);
+
+beforeEach((ctx) => phase(`test: ${ctx.task.name}`));
 
 afterAll(async () => {
   if (!KEEP) await deleteNamespace(NS);

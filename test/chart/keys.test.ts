@@ -70,16 +70,18 @@ describe('keys.moveToSecret (default)', () => {
     const text = configText(objects);
     for (const key of LITERALS) expect(text).not.toContain(key);
     const config = parseYaml(text) as { spec: typeof spec };
-    expect(config.spec.auth.global_keys).toEqual([
-      { from_file: `${mountPath}/global-key-0` },
-      { from_env: 'GLOBAL_2' },
-    ]);
+    const ref = (prefix: string) => ({
+      from_file: expect.stringMatching(new RegExp(`^${mountPath}/${prefix}-[0-9a-f]{8}$`)),
+    });
+    expect(config.spec.auth.global_keys).toEqual([ref('global-key-0'), { from_env: 'GLOBAL_2' }]);
+    expect(config.spec.auth.key_definitions['team-a'].key).toEqual(ref('key-team-a'));
     expect(config.spec.auth.key_definitions['team b/x'].key).toEqual({
       from_file: '/etc/gateway-secrets/team-b',
     });
-    expect(config.spec.targets.llama.keys).toEqual([
-      'team-a',
-      { from_file: `${mountPath}/client-key-llama-1` },
+    expect(config.spec.targets.llama.keys).toEqual(['team-a', ref('client-key-llama-1')]);
+    expect(config.spec.targets.pool.providers.map((p) => p.gateway_key)).toEqual([
+      ref('gateway-key-pool-p1'),
+      ref('gateway-key-pool-1'),
     ]);
   });
 
@@ -124,7 +126,7 @@ describe('keys.moveToSecret (default)', () => {
     expect(result.status).toBe(0);
   });
 
-  it('a Secret key name is made safe from any alias, without collisions', () => {
+  it('a Secret key name is made safe from any alias', () => {
     const odd = render({
       setJson: {
         config: { spec: { targets: { 'gpt-4o/mini': { url: 'http://x/v1', gateway_key: 'sk-odd' } } } },
@@ -133,6 +135,39 @@ describe('keys.moveToSecret (default)', () => {
     const names = Object.keys(findObject(odd, 'Secret', 'gateway-keys')!.data as Record<string, string>);
     expect(names).toHaveLength(1);
     expect(names[0]).toMatch(/^gateway-key-gpt-4o_mini-[0-9a-f]{8}$/);
+  });
+
+  it('two fields whose names read alike get files of their own', () => {
+    // Target "a-b" and provider "b" of target "a" read alike; each key must reach its own upstream.
+    const objects = render({
+      setJson: {
+        config: {
+          spec: {
+            targets: {
+              'a-b': { url: 'http://x/v1', gateway_key: 'sk-one' },
+              a: {
+                strategy: 'priority',
+                providers: [{ name: 'b', url: 'http://y/v1', gateway_key: 'sk-two' }],
+              },
+            },
+          },
+        },
+      },
+    });
+    const secret = findObject(objects, 'Secret', 'gateway-keys')!.data as Record<string, string>;
+    expect(Object.keys(secret)).toHaveLength(2);
+    const config = parseYaml(configText(objects)) as {
+      spec: {
+        targets: {
+          'a-b': { gateway_key: { from_file: string } };
+          a: { providers: { gateway_key: { from_file: string } }[] };
+        };
+      };
+    };
+    const fileOf = (ref: { from_file: string }) => ref.from_file.split('/').at(-1)!;
+    const decode = (file: string) => Buffer.from(secret[file]!, 'base64').toString();
+    expect(decode(fileOf(config.spec.targets['a-b'].gateway_key))).toBe('sk-one');
+    expect(decode(fileOf(config.spec.targets.a.providers[0]!.gateway_key))).toBe('sk-two');
   });
 
   it('no Secret and no mount when the configuration holds no literal key', () => {

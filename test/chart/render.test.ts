@@ -825,7 +825,7 @@ describe('NOTES.txt', () => {
   it('prints the endpoint, the reload delay and the shutdown arithmetic', () => {
     const notes = renderNotes([cases.find((c) => c.name === 'default')!.file]);
     expect(notes).toContain('http://gateway.llm-gateway.svc:80/v1');
-    expect(notes).toContain('within that period (one minute by default) plus a few seconds');
+    expect(notes).toContain('within\n  about 90 seconds with the default one-minute period');
     expect(notes).toContain('terminationGracePeriodSeconds 330 >= preStop 0');
     expect(notes).toContain('= 330 s.');
     expect(notes).not.toContain('simulator sidecar');

@@ -185,10 +185,15 @@ silent override.
 {{- toJson $spec }}
 {{- end }}
 
-{{/* A Secret data key (a file name in the mounted Secret) for a name that may hold any character. */}}
-{{- define "gateway.keyFileName" -}}
-{{- $clean := regexReplaceAll "[^-._a-zA-Z0-9]" . "_" }}
-{{- if eq $clean . }}{{ . }}{{ else }}{{ printf "%s-%s" $clean (sha256sum . | trunc 8) }}{{ end }}
+{{/*
+The file (Secret data key) of one literal key: a readable part made of the names involved, reduced
+to the characters a Secret key allows, then the first 8 hex digits of the sha256 of the field's
+path in the configuration, which keeps two fields apart whatever their names (target "a-b" and
+provider "b" of target "a" read alike). Arguments: (list READABLE PATH).
+*/}}
+{{- define "gateway.keyFile" -}}
+{{- $readable := regexReplaceAll "[^-._a-zA-Z0-9]" (index . 0) "_" | trunc 200 }}
+{{- printf "%s-%s" $readable (sha256sum (index . 1) | trunc 8) }}
 {{- end }}
 
 {{/*
@@ -210,7 +215,7 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- $list := list }}
 {{- range $i, $key := $auth.global_keys }}
 {{- if kindIs "string" $key }}
-{{- $file := printf "global-key-%d" $i }}
+{{- $file := include "gateway.keyFile" (list (printf "global-key-%d" $i) (printf "auth.global_keys[%d]" $i)) }}
 {{- $_ := set $data $file $key }}
 {{- $key = dict "from_file" (printf "%s/%s" $mount $file) }}
 {{- end }}
@@ -220,15 +225,14 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- end }}
 {{- range $name, $definition := $definitions }}
 {{- if kindIs "string" $definition.key }}
-{{- $file := printf "key-%s" (include "gateway.keyFileName" $name) }}
+{{- $file := include "gateway.keyFile" (list (printf "key-%s" $name) (list "auth" "key_definitions" $name "key" | toJson)) }}
 {{- $_ := set $data $file $definition.key }}
 {{- if $move }}{{ $_ := set $definition "key" (dict "from_file" (printf "%s/%s" $mount $file)) }}{{ end }}
 {{- end }}
 {{- end }}
 {{- range $alias, $target := $spec.targets }}
-{{- $name := include "gateway.keyFileName" $alias }}
 {{- if kindIs "string" $target.gateway_key }}
-{{- $file := printf "gateway-key-%s" $name }}
+{{- $file := include "gateway.keyFile" (list (printf "gateway-key-%s" $alias) (list "targets" $alias "gateway_key" | toJson)) }}
 {{- $_ := set $data $file $target.gateway_key }}
 {{- if $move }}{{ $_ := set $target "gateway_key" (dict "from_file" (printf "%s/%s" $mount $file)) }}{{ end }}
 {{- end }}
@@ -237,7 +241,7 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- range $i, $key := $target.keys }}
 {{- /* A string naming a key definition is that definition, not a key. */}}
 {{- if and (kindIs "string" $key) (not (hasKey $definitions $key)) }}
-{{- $file := printf "client-key-%s-%d" $name $i }}
+{{- $file := include "gateway.keyFile" (list (printf "client-key-%s-%d" $alias $i) (list "targets" $alias "keys" $i | toJson)) }}
 {{- $_ := set $data $file $key }}
 {{- $key = dict "from_file" (printf "%s/%s" $mount $file) }}
 {{- end }}
@@ -247,7 +251,7 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- end }}
 {{- range $i, $provider := default (list) $target.providers }}
 {{- if kindIs "string" $provider.gateway_key }}
-{{- $file := printf "gateway-key-%s-%s" $name (include "gateway.keyFileName" (toString (default $i $provider.name))) }}
+{{- $file := include "gateway.keyFile" (list (printf "gateway-key-%s-%v" $alias (default $i $provider.name)) (list "targets" $alias "providers" $i "gateway_key" | toJson)) }}
 {{- $_ := set $data $file $provider.gateway_key }}
 {{- if $move }}{{ $_ := set $provider "gateway_key" (dict "from_file" (printf "%s/%s" $mount $file)) }}{{ end }}
 {{- end }}
