@@ -16,7 +16,9 @@ import {
   CustomObjectsApi,
   DiscoveryV1Api,
   KubeConfig,
+  type V1Container,
   type V1Pod,
+  type V1PodSpec,
 } from '@kubernetes/client-node';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 
@@ -264,6 +266,70 @@ export function sample(metrics: string, name: string, labels: Record<string, str
   return found ? total : 0;
 }
 
+// ------------------------------------------------------------------- the suite's own pods
+
+/** The restricted Pod Security Standard, which every test namespace enforces. */
+export const RESTRICTED_POD = {
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+export const RESTRICTED_CONTAINER = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+/**
+ * A one-replica Deployment of `container` (restricted security, its image already on the nodes)
+ * labelled app.kubernetes.io/name=NAME, and, when the container has ports, a Service of the same
+ * name; returns once the replica is ready.
+ */
+export async function deploySingle(
+  namespace: string,
+  name: string,
+  container: V1Container,
+  pod: Partial<V1PodSpec> = {},
+): Promise<void> {
+  const labels = { 'app.kubernetes.io/name': name };
+  await apps.createNamespacedDeployment({
+    namespace,
+    body: {
+      metadata: { name, labels },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: {
+            automountServiceAccountToken: false,
+            securityContext: RESTRICTED_POD,
+            ...pod,
+            containers: [{ imagePullPolicy: 'Never', securityContext: RESTRICTED_CONTAINER, ...container }],
+          },
+        },
+      },
+    },
+  });
+  if (container.ports?.length)
+    await core.createNamespacedService({
+      namespace,
+      body: {
+        metadata: { name, labels },
+        spec: {
+          selector: labels,
+          ports: container.ports.map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.name })),
+        },
+      },
+    });
+  await waitFor(`${name} to be ready`, 120_000, async () => {
+    const d = await apps.readNamespacedDeployment({ name, namespace });
+    return d.status?.readyReplicas === 1 ? true : undefined;
+  });
+}
+
 // ------------------------------------------------------------------------ in-cluster clients
 
 let clients = 0;
@@ -279,24 +345,14 @@ export async function startClient(namespace: string, spec: Record<string, unknow
         restartPolicy: 'Never',
         automountServiceAccountToken: false,
         terminationGracePeriodSeconds: 5,
-        securityContext: {
-          runAsNonRoot: true,
-          runAsUser: 65532,
-          runAsGroup: 65532,
-          seccompProfile: { type: 'RuntimeDefault' },
-        },
+        securityContext: RESTRICTED_POD,
         containers: [
           {
             name: 'client',
             image: CLIENT_IMAGE,
             imagePullPolicy: 'IfNotPresent',
             command: ['/nodejs/bin/node', '/e2e/client.mjs', JSON.stringify(spec)],
-            securityContext: {
-              allowPrivilegeEscalation: false,
-              readOnlyRootFilesystem: true,
-              runAsNonRoot: true,
-              capabilities: { drop: ['ALL'] },
-            },
+            securityContext: RESTRICTED_CONTAINER,
             resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
             volumeMounts: [{ name: 'client', mountPath: '/e2e', readOnly: true }],
           },

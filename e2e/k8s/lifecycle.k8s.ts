@@ -119,6 +119,20 @@ async function allPods(): Promise<V1Pod[]> {
   return (await core.listNamespacedPod({ namespace: NS, labelSelector: selector(RELEASE) })).items;
 }
 
+/** The release's ReplicaSets by name: a new one means the pods were replaced. */
+async function replicaSets(): Promise<(string | undefined)[]> {
+  return (await apps.listNamespacedReplicaSet({ namespace: NS, labelSelector: selector(RELEASE) })).items
+    .map((rs) => rs.metadata?.name)
+    .sort();
+}
+
+/** The same pods as `before`, none of their containers restarted. */
+async function expectSamePodsNoRestart(before: V1Pod[]): Promise<void> {
+  const after = await gatewayPods(NS, RELEASE);
+  expect(after.map((p) => p.metadata?.uid).sort()).toEqual(before.map((p) => p.metadata?.uid).sort());
+  for (const pod of after) expect(restartCounts(pod), podName(pod)).toEqual(restartCounts(pod).map(() => 0));
+}
+
 /** The kubelet's sync period on the node running a pod (its /configz), in seconds. */
 async function kubeletSyncSeconds(nodeName: string): Promise<number> {
   const raw = await core.connectGetNodeProxyWithPath({ name: nodeName, path: 'configz' });
@@ -261,10 +275,6 @@ describe('the chart on a real cluster', () => {
 
   it('applies a targets change made through helm upgrade on the same pods, within the kubelet sync period', async () => {
     const before = await gatewayPods(NS, RELEASE);
-    const replicaSets = async () =>
-      (await apps.listNamespacedReplicaSet({ namespace: NS, labelSelector: selector(RELEASE) })).items
-        .map((rs) => rs.metadata?.name)
-        .sort();
     const rsBefore = await replicaSets();
     const generation = (await apps.readNamespacedDeployment({ name: FULLNAME, namespace: NS })).metadata
       ?.generation;
@@ -297,18 +307,12 @@ describe('the chart on a real cluster', () => {
     // (the poll every configPollSecs is a safety net).
     expect(maxS).toBeLessThanOrEqual(propagationBoundS(syncS));
 
-    const after = await gatewayPods(NS, RELEASE);
-    expect(after.map((p) => p.metadata?.uid).sort()).toEqual(before.map((p) => p.metadata?.uid).sort());
-    for (const pod of after)
-      expect(
-        restartCounts(pod).every((n) => n === 0),
-        podName(pod),
-      ).toBe(true);
+    await expectSamePodsNoRestart(before);
     expect(await replicaSets()).toEqual(rsBefore);
     expect(
       (await apps.readNamespacedDeployment({ name: FULLNAME, namespace: NS })).metadata?.generation,
     ).toBe(generation);
-    for (const pod of after)
+    for (const pod of before)
       expect(
         sample(await podMetrics(NS, podName(pod)), 'gateway_config_reloads_total', { result: 'success' }),
       ).toBeGreaterThanOrEqual(1);
@@ -382,13 +386,7 @@ describe('the chart on a real cluster', () => {
       concurrency: 2,
     });
     expect(still).toMatchObject({ sent: 10, completed: 10 });
-    const after = await gatewayPods(NS, RELEASE);
-    expect(after.map((p) => p.metadata?.uid).sort()).toEqual(before.map((p) => p.metadata?.uid).sort());
-    for (const pod of after)
-      expect(
-        restartCounts(pod).every((n) => n === 0),
-        podName(pod),
-      ).toBe(true);
+    await expectSamePodsNoRestart(before);
     figure('invalid-config', {
       refused_after_s: detected.map(seconds).join(' / '),
       restarts: 0,
@@ -404,117 +402,96 @@ describe('the chart on a real cluster', () => {
     );
   }, 420_000);
 
-  it('rotates a client key in its Secret: every pod takes the new key and refuses the old, without a restart', async () => {
+  it('rotates client keys in Secrets: every pod takes the new key and refuses the old, without a restart', async () => {
     const before = await gatewayPods(NS, RELEASE);
+    const rsBefore = await replicaSets();
     const syncS = await kubeletSyncSeconds(before[0]!.spec!.nodeName!);
-    const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-    const until = (pod: V1Pod, checks: { headers: Record<string, string>; status: number }[]) =>
-      startClient(NS, {
-        mode: 'until',
-        url: `http://${pod.status?.podIP}:3000/v1/chat/completions`,
-        body: chat('secured', false),
-        checks,
-        timeoutMs: (syncS + 120) * 1000,
-      });
-    // Before: the old key and the moved literal are accepted, anything else refused.
-    for (const pod of before) {
-      const ready = await clientResult<{ timedOut: boolean; statuses: number[] }>(
-        NS,
-        await until(pod, [
-          { headers: bearer(KEYS.old), status: 200 },
-          { headers: bearer(KEYS.b), status: 200 },
-          { headers: bearer(KEYS.new), status: 401 },
-        ]),
+    type Check = [key: string, status: number];
+    /** Polls every pod until each key answers its status; returns the pods' results. */
+    const poll = async (checks: Check[]) => {
+      const pollers = await Promise.all(
+        before.map((pod) =>
+          startClient(NS, {
+            mode: 'until',
+            url: `http://${pod.status?.podIP}:3000/v1/chat/completions`,
+            body: chat('secured', false),
+            checks: checks.map(([key, status]) => ({ headers: { authorization: `Bearer ${key}` }, status })),
+            timeoutMs: (syncS * 1.5 + 120) * 1000,
+          }),
+        ),
       );
-      expect(ready.timedOut, `${podName(pod)}: ${ready.statuses.join(', ')}`).toBe(false);
-    }
+      for (const poller of pollers) await clientEvent(NS, poller, 'polling');
+      return async () => {
+        const results = await Promise.all(
+          pollers.map((p) =>
+            clientResult<{ at: number; timedOut: boolean; statuses: number[] }>(
+              NS,
+              p,
+              (syncS * 1.5 + 180) * 1000,
+            ),
+          ),
+        );
+        for (const r of results) expect(r.timedOut, `statuses ${r.statuses.join(', ')}`).toBe(false);
+        return results;
+      };
+    };
 
-    const pollers = await Promise.all(
-      before.map((pod) =>
-        until(pod, [
-          { headers: bearer(KEYS.new), status: 200 },
-          { headers: bearer(KEYS.old), status: 401 },
-          { headers: bearer(KEYS.b), status: 200 },
-        ]),
-      ),
-    );
-    for (const poller of pollers) await clientEvent(NS, poller, 'polling');
+    // Before: the old key and the moved literal are accepted, anything else refused.
+    await (
+      await poll([
+        [KEYS.old, 200],
+        [KEYS.b, 200],
+        [KEYS.new, 401],
+      ])
+    )();
+
+    // A Secret the user manages is updated.
+    const switched = await poll([
+      [KEYS.new, 200],
+      [KEYS.old, 401],
+      [KEYS.b, 200],
+    ]);
     const secret = await core.readNamespacedSecret({ name: KEYS.secret, namespace: NS });
     secret.data = { 'team-a': Buffer.from(`${KEYS.new}\n`).toString('base64') };
     await core.replaceNamespacedSecret({ name: KEYS.secret, namespace: NS, body: secret });
     const rotatedAt = Date.now();
-    const results = await Promise.all(
-      pollers.map((p) =>
-        clientResult<{ at: number; timedOut: boolean; statuses: number[] }>(NS, p, (syncS + 180) * 1000),
-      ),
-    );
-    const delays = results.map((r) => r.at - rotatedAt);
+    const delays = (await switched()).map((r) => r.at - rotatedAt);
     figure('key-rotation', {
       how: 'Secret the user manages updated',
       pods_switched_after_s: delays.map(seconds).join(' / '),
       kubelet_sync_period_s: syncS,
-      restarts: 0,
     });
-    for (const r of results) expect(r.timedOut, r.statuses.join(', ')).toBe(false);
     expect(Math.max(...delays)).toBeLessThanOrEqual(propagationBoundS(syncS) * 1000);
 
-    const after = await gatewayPods(NS, RELEASE);
-    expect(after.map((p) => p.metadata?.uid).sort()).toEqual(before.map((p) => p.metadata?.uid).sort());
-    for (const pod of after) {
-      expect(
-        restartCounts(pod).every((n) => n === 0),
-        podName(pod),
-      ).toBe(true);
+    // A key the chart moved into its own Secret rotates through helm upgrade: the Secret changes,
+    // the pod template does not, so the same pods take it.
+    const switchedB = await poll([
+      [KEYS.bNew, 200],
+      [KEYS.b, 401],
+      [KEYS.new, 200],
+    ]);
+    auth.key_definitions['team-b'].key = KEYS.bNew;
+    const helmMs = upgrade('rotate-through-helm');
+    const upgradedAt = Date.now();
+    const delaysB = (await switchedB()).map((r) => Math.max(0, r.at - upgradedAt));
+    figure('key-rotation', {
+      how: 'helm upgrade of a key the chart keeps in its Secret',
+      helm_upgrade_s: seconds(helmMs),
+      pods_switched_after_s: delaysB.map(seconds).join(' / '),
+    });
+    expect(Math.max(...delaysB)).toBeLessThanOrEqual(propagationBoundS(syncS) * 1000);
+
+    await expectSamePodsNoRestart(before);
+    expect(await replicaSets()).toEqual(rsBefore);
+    for (const pod of before) {
       const log = await core.readNamespacedPodLog({
         name: podName(pod),
         namespace: NS,
         container: 'gateway',
       });
       expect(log).toContain('/etc/gateway-secrets/team-a');
-      // Never the key itself.
-      expect(log).not.toContain(KEYS.old);
-      expect(log).not.toContain(KEYS.new);
+      for (const key of [KEYS.old, KEYS.new, KEYS.b, KEYS.bNew]) expect(log).not.toContain(key);
     }
-
-    // A key the chart moved into its own Secret rotates through helm upgrade: the Secret changes,
-    // the pod template does not, so the same pods take it.
-    const replicaSets = async () =>
-      (await apps.listNamespacedReplicaSet({ namespace: NS, labelSelector: selector(RELEASE) })).items
-        .map((rs) => rs.metadata?.name)
-        .sort();
-    const rsBefore = await replicaSets();
-    const pollersB = await Promise.all(
-      before.map((pod) =>
-        until(pod, [
-          { headers: bearer(KEYS.bNew), status: 200 },
-          { headers: bearer(KEYS.b), status: 401 },
-          { headers: bearer(KEYS.new), status: 200 },
-        ]),
-      ),
-    );
-    for (const poller of pollersB) await clientEvent(NS, poller, 'polling');
-    auth.key_definitions['team-b'].key = KEYS.bNew;
-    const helmMs = upgrade('rotate-through-helm');
-    const upgradedAt = Date.now();
-    const resultsB = await Promise.all(
-      pollersB.map((p) =>
-        clientResult<{ at: number; timedOut: boolean; statuses: number[] }>(NS, p, (syncS + 180) * 1000),
-      ),
-    );
-    for (const r of resultsB) expect(r.timedOut, r.statuses.join(', ')).toBe(false);
-    figure('key-rotation', {
-      how: 'helm upgrade of a key the chart keeps in its Secret',
-      helm_upgrade_s: seconds(helmMs),
-      pods_switched_after_s: resultsB.map((r) => seconds(Math.max(0, r.at - upgradedAt))).join(' / '),
-    });
-    expect(await replicaSets()).toEqual(rsBefore);
-    const afterHelm = await gatewayPods(NS, RELEASE);
-    expect(afterHelm.map((p) => p.metadata?.uid).sort()).toEqual(before.map((p) => p.metadata?.uid).sort());
-    for (const pod of afterHelm)
-      expect(
-        restartCounts(pod).every((n) => n === 0),
-        podName(pod),
-      ).toBe(true);
   }, 600_000);
 
   it('rolls to a new image digest (helm upgrade) under load with no request failed or cut', async () => {

@@ -15,14 +15,15 @@ import {
   CRDS_DIR,
   KEEP,
   PROMETHEUS_IMAGE,
+  RESTRICTED_POD,
   ROOT,
-  apps,
   baseValues,
   chat,
   core,
   createNamespace,
   custom,
   deleteNamespace,
+  deploySingle,
   discovery,
   figure,
   phase,
@@ -104,67 +105,37 @@ function scrapeJob(
 }
 
 async function deployPrometheus(files: Record<string, string>): Promise<void> {
-  const labels = { 'app.kubernetes.io/name': 'prometheus' };
   await core.createNamespacedConfigMap({
     namespace: NS,
     body: { metadata: { name: 'prometheus' }, data: files },
   });
-  await apps.createNamespacedDeployment({
-    namespace: NS,
-    body: {
-      metadata: { name: 'prometheus', labels },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            automountServiceAccountToken: false,
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: 65532,
-              runAsGroup: 65532,
-              fsGroup: 65532,
-              seccompProfile: { type: 'RuntimeDefault' },
-            },
-            containers: [
-              {
-                name: 'prometheus',
-                image: PROMETHEUS_IMAGE,
-                imagePullPolicy: 'Never',
-                args: [
-                  '--config.file=/etc/prometheus/prometheus.yml',
-                  '--storage.tsdb.path=/data',
-                  '--web.listen-address=:9090',
-                ],
-                ports: [{ name: 'web', containerPort: 9090 }],
-                readinessProbe: { httpGet: { path: '/-/ready', port: 'web' }, periodSeconds: 2 },
-                securityContext: {
-                  allowPrivilegeEscalation: false,
-                  readOnlyRootFilesystem: true,
-                  runAsNonRoot: true,
-                  capabilities: { drop: ['ALL'] },
-                },
-                resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-                volumeMounts: [
-                  { name: 'config', mountPath: '/etc/prometheus', readOnly: true },
-                  { name: 'data', mountPath: '/data' },
-                ],
-              },
-            ],
-            volumes: [
-              { name: 'config', configMap: { name: 'prometheus' } },
-              { name: 'data', emptyDir: {} },
-            ],
-          },
-        },
-      },
+  await deploySingle(
+    NS,
+    'prometheus',
+    {
+      name: 'prometheus',
+      image: PROMETHEUS_IMAGE,
+      args: [
+        '--config.file=/etc/prometheus/prometheus.yml',
+        '--storage.tsdb.path=/data',
+        '--web.listen-address=:9090',
+      ],
+      ports: [{ name: 'web', containerPort: 9090 }],
+      readinessProbe: { httpGet: { path: '/-/ready', port: 'web' }, periodSeconds: 2 },
+      resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+      volumeMounts: [
+        { name: 'config', mountPath: '/etc/prometheus', readOnly: true },
+        { name: 'data', mountPath: '/data' },
+      ],
     },
-  });
-  await waitFor('prometheus to be ready', 120_000, async () => {
-    const d = await apps.readNamespacedDeployment({ name: 'prometheus', namespace: NS });
-    return d.status?.readyReplicas === 1 ? true : undefined;
-  });
+    {
+      securityContext: { ...RESTRICTED_POD, fsGroup: 65532 },
+      volumes: [
+        { name: 'config', configMap: { name: 'prometheus' } },
+        { name: 'data', emptyDir: {} },
+      ],
+    },
+  );
 }
 
 async function prometheusPod(): Promise<string> {

@@ -9,12 +9,11 @@ import {
   KEEP,
   REDIS_IMAGE,
   ROOT,
-  apps,
   baseValues,
   chat,
-  core,
   createNamespace,
   deleteNamespace,
+  deploySingle,
   figure,
   phase,
   gatewayPods,
@@ -24,7 +23,6 @@ import {
   runClient,
   sample,
   valuesFile,
-  waitFor,
 } from './cluster.ts';
 
 const NS = 'gateway-e2e-shared';
@@ -32,65 +30,16 @@ const RELEASE = 'shared';
 const BURST = 10;
 const KEY = 'e2e-shared-key-7f3a9c2b';
 
-const restricted = {
-  allowPrivilegeEscalation: false,
-  readOnlyRootFilesystem: true,
-  runAsNonRoot: true,
-  capabilities: { drop: ['ALL'] },
-};
-
-async function startRedis(): Promise<void> {
-  const labels = { 'app.kubernetes.io/name': 'redis' };
-  await apps.createNamespacedDeployment({
-    namespace: NS,
-    body: {
-      metadata: { name: 'redis', labels },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            automountServiceAccountToken: false,
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: 65532,
-              runAsGroup: 65532,
-              seccompProfile: { type: 'RuntimeDefault' },
-            },
-            containers: [
-              {
-                name: 'redis',
-                image: REDIS_IMAGE,
-                imagePullPolicy: 'Never',
-                args: ['--port', '6379', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
-                ports: [{ name: 'redis', containerPort: 6379 }],
-                readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 1 },
-                securityContext: restricted,
-                resources: { requests: { cpu: '20m', memory: '32Mi' }, limits: { memory: '128Mi' } },
-              },
-            ],
-          },
-        },
-      },
-    },
-  });
-  await core.createNamespacedService({
-    namespace: NS,
-    body: {
-      metadata: { name: 'redis', labels },
-      spec: { selector: labels, ports: [{ name: 'redis', port: 6379, targetPort: 'redis' }] },
-    },
-  });
-  await waitFor('redis to be ready', 120_000, async () => {
-    const d = await apps.readNamespacedDeployment({ name: 'redis', namespace: NS });
-    return d.status?.readyReplicas === 1 ? true : undefined;
-  });
-}
-
 beforeAll(async () => {
   await createNamespace(NS);
-  await startRedis();
+  await deploySingle(NS, 'redis', {
+    name: 'redis',
+    image: REDIS_IMAGE,
+    args: ['--port', '6379', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+    ports: [{ name: 'redis', containerPort: 6379 }],
+    readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 1 },
+    resources: { requests: { cpu: '20m', memory: '32Mi' }, limits: { memory: '128Mi' } },
+  });
   const values = baseValues();
   values.sharedState = { enabled: true, url: `redis://redis.${NS}.svc:6379` };
   values.config.spec = {
