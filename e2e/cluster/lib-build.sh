@@ -13,9 +13,9 @@ rk_go() {
   "$go" "$@"
 }
 
-rk_apt_install() {
+rk_apt_install() { # [EXTRA_PACKAGE...]
   local pkgs=(containerd runc etcd-server containernetworking-plugins iptables conntrack
-              busybox-static openssl curl ca-certificates iproute2 util-linux)
+              busybox-static openssl curl ca-certificates iproute2 util-linux "$@")
   [[ ${HOSTK8S_WITH_DOCKER:-1} == 1 ]] && pkgs+=(docker.io)
   # the image scripts write layers with python3
   command -v python3 >/dev/null || pkgs+=(python3)

@@ -93,11 +93,11 @@ case $provider in
     ;;
   hostk8s)
     phase "building Kubernetes and the cluster's images (cached after the first run: several minutes cold)"
-    "${HOSTK8S[@]}" setup 2>&1 | sed 's/^/  /'
+    "${HOSTK8S[@]}" setup 2>&1 | sed -u 's/^/  /'
     phase "starting the host cluster"
     started_cluster=1
-    "${HOSTK8S[@]}" up >"$WORK/hostk8s-up.log" 2>&1 || { sed 's/^/  /' "$WORK/hostk8s-up.log"; fail "hostk8s up"; }
-    sed 's/^/  /' "$WORK/hostk8s-up.log" | grep -v '^  export'
+    "${HOSTK8S[@]}" up >"$WORK/hostk8s-up.log" 2>&1 || { sed -u 's/^/  /' "$WORK/hostk8s-up.log"; fail "hostk8s up"; }
+    sed -u 's/^/  /' "$WORK/hostk8s-up.log" | grep -v '^  export'
     eval "$(grep '^export ' "$WORK/hostk8s-up.log")"
     ;;
   *) fail "unknown E2E_K8S_PROVIDER=$provider" ;;
@@ -177,7 +177,7 @@ for variant in a b; do
   phase "building image llm-gateway:e2e-$variant from the Dockerfile (revision e2e-$variant)"
   out=$(IMAGE=llm-gateway:e2e-$variant REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)-e2e-$variant" \
     IMAGE_ARCHIVE="$WORK/llm-gateway-e2e-$variant.tar" bash e2e/images/gateway.sh | tee "$WORK/image-$variant.log")
-  grep -v -E '^(IMAGE|IMAGE_ID|IMAGE_ARCHIVE)=' <<<"$out" | sed 's/^/  /'
+  grep -v -E '^(IMAGE|IMAGE_ID|IMAGE_ARCHIVE)=' <<<"$out" | sed -u 's/^/  /'
   if [[ -n ${E2E_K8S_REGISTRY:-} ]]; then
     REPOSITORY=$E2E_K8S_REGISTRY/llm-gateway
     DIGEST[$variant]=$(push_image "llm-gateway:e2e-$variant" "e2e-$variant")
@@ -191,7 +191,7 @@ done
 
 phase "assembling the Redis and Prometheus images from the host's packages"
 aux=$(bash e2e/images/auxiliary.sh "$WORK")
-grep -v -E '^[A-Z_]+=' <<<"$aux" | sed 's/^/  /'
+grep -v -E '^[A-Z_]+=' <<<"$aux" | sed -u 's/^/  /'
 for name in REDIS PROMETHEUS; do
   image=$(sed -n "s/^${name}_IMAGE=//p" <<<"$aux")
   if [[ -n ${E2E_K8S_REGISTRY:-} ]]; then
@@ -206,7 +206,7 @@ done
 
 phase "Prometheus Operator CRDs"
 CRDS=$WORK/crds
-bash scripts/monitoring-crds.sh "$CRDS" | sed 's/^/  /'
+bash scripts/monitoring-crds.sh "$CRDS" | sed -u 's/^/  /'
 
 [[ -x .tools/bin/helm ]] || make --no-print-directory helm
 phase "running the lifecycle suite"
