@@ -44,8 +44,15 @@ interface ServiceMonitor {
   metadata: { name: string; namespace: string };
   spec: {
     namespaceSelector?: { matchNames?: string[]; any?: boolean };
-    selector: { matchLabels?: Record<string, string> };
-    endpoints: { port?: string; path?: string; interval?: string; scrapeTimeout?: string; scheme?: string }[];
+    selector: { matchLabels?: Record<string, string>; matchExpressions?: unknown[] };
+    endpoints: {
+      port?: string;
+      path?: string;
+      interval?: string;
+      scrapeTimeout?: string;
+      scheme?: string;
+      relabelings?: unknown[];
+    }[];
   };
 }
 
@@ -61,6 +68,14 @@ interface TargetGroup {
  */
 async function selectedTargets(monitor: ServiceMonitor, endpointIndex: number): Promise<TargetGroup[]> {
   const endpoint = monitor.spec.endpoints[endpointIndex]!;
+  // What this resolution does not implement must not be silently ignored.
+  const unsupported = [
+    monitor.spec.selector.matchExpressions?.length ? 'selector.matchExpressions' : '',
+    monitor.spec.namespaceSelector?.any ? 'namespaceSelector.any' : '',
+    endpoint.relabelings?.length ? 'endpoints[].relabelings' : '',
+  ].filter(Boolean);
+  if (unsupported.length)
+    throw new Error(`the ServiceMonitor uses ${unsupported.join(', ')}: resolve them here too`);
   const namespaces = monitor.spec.namespaceSelector?.matchNames ?? [monitor.metadata.namespace];
   const labelSelector = Object.entries(monitor.spec.selector.matchLabels ?? {})
     .map(([k, v]) => `${k}=${v}`)
