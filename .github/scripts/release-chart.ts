@@ -20,7 +20,7 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { parseDocument, parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import {
   CHART,
   CI_DIR,
@@ -78,6 +78,16 @@ try {
   edit(join(chart, 'Chart.yaml'), (doc) => {
     doc.set('version', version);
     doc.set('appVersion', version);
+    // Artifact Hub lists (and scans) the images of the annotation: the one the release pushed.
+    const annotation = ['annotations', 'artifacthub.io/images'];
+    const listed = doc.getIn(annotation);
+    if (typeof listed === 'string') {
+      const entries = (parseYaml(listed) ?? []) as { name?: string; image?: string }[];
+      const ours = entries.filter((e) => e.image?.split('@')[0]?.replace(/:[^:/]+$/, '') === repository);
+      if (ours.length === 0) fail(`Chart.yaml ${annotation[1]} lists no image of ${repository}`);
+      for (const entry of ours) entry.image = `${repository}:${version}@${digest}`;
+      doc.setIn(annotation, stringifyYaml(entries));
+    }
   });
   edit(join(chart, 'values.yaml'), (doc) => doc.setIn(['image', 'digest'], digest));
 
