@@ -1,9 +1,12 @@
-import { mkdir, mkdtemp, rename, rm, symlink, writeFile, unlink } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, spawnGateway, startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { ROOT } from '../helpers/process.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let upstream: RecordingUpstream;
@@ -159,5 +162,74 @@ describe('hot reload', () => {
     await sleep(1_500); // longer than the debounce and the 1 s poll the helper configures
     expect(await statusFor(gateway, 'ignored')).toBe(404);
     expect(gateway.program.logs.some((l) => l.msg === 'configuration reloaded')).toBe(false);
+  });
+});
+
+describe('a log written next to the configuration', () => {
+  it('debug output into the config directory and a busy neighbour file never trigger a reload; an edit does', async () => {
+    // `gateway -f dir/config.json > dir/gateway.log` at debug: the watcher must not hear its own log.
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-logdir-'));
+    const configPath = join(dir, 'config.json');
+    const logPath = join(dir, 'gateway.log');
+    await writeFile(configPath, JSON.stringify(configWith(['a'])));
+    const fd = openSync(logPath, 'a');
+    const proc = spawn(
+      process.execPath,
+      [`${ROOT}bin/gateway.js`, '-f', configPath, '--host', '127.0.0.1', '--port', '0'],
+      {
+        env: {
+          ...process.env,
+          LOG_LEVEL: 'debug',
+          GATEWAY_METRICS_PORT: '0',
+          GATEWAY_SHUTDOWN_DELAY_SECS: '0',
+          // Only the watcher can see the edit within the test's time.
+          GATEWAY_CONFIG_POLL_SECS: '60',
+        },
+        stdio: ['ignore', fd, fd],
+      },
+    );
+    closeSync(fd);
+    const exited = new Promise((resolve) => proc.on('exit', resolve));
+    const lines = async (): Promise<{ msg?: string; changed?: unknown }[]> => {
+      // A watcher feeding on its log grows it by megabytes a second: stop before reading that.
+      if ((await stat(logPath)).size > 1_000_000) throw new Error('the log grew past 1 MB');
+      return (await readFile(logPath, 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { msg?: string });
+    };
+    const waitForMsg = async (msg: string): Promise<void> => {
+      const deadline = Date.now() + 10_000;
+      while (!(await lines()).some((l) => l.msg === msg)) {
+        if (Date.now() > deadline) throw new Error(`no "${msg}" in the log`);
+        await sleep(50);
+      }
+    };
+    try {
+      await waitForMsg('gateway started');
+      const atStart = (await lines()).length;
+      for (let i = 0; i < 20; i++) {
+        await writeFile(join(dir, 'notes.txt'), `noise ${i}\n`, { flag: 'a' });
+        await sleep(50);
+      }
+      await sleep(1_000);
+      const quiet = await lines();
+      expect(quiet.length - atStart).toBeLessThan(5);
+      expect(quiet.some((l) => l.msg === 'configuration sources changed')).toBe(false);
+      expect(quiet.some((l) => l.msg === 'configuration reloaded')).toBe(false);
+
+      await rename(configPath, join(dir, 'previous.json'));
+      await writeFile(configPath, JSON.stringify(configWith(['a', 'edited'])));
+      await waitForMsg('configuration reloaded');
+      await sleep(1_000);
+      const after = await lines();
+      expect(after.filter((l) => l.msg === 'configuration reloaded')).toHaveLength(1);
+      expect(after.find((l) => l.msg === 'configuration sources changed')?.changed).toEqual(['config']);
+      expect(after.length - atStart).toBeLessThan(10);
+    } finally {
+      proc.kill('SIGKILL');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -29,7 +29,8 @@ export function entriesBehind(path: string): string[] {
 /**
  * One `fs.watch` on a directory (not on a file: a watch on a file stays on the inode that a rename or
  * a `..data` swap replaces). Events for other entries of the directory are ignored, so a busy
- * directory costs no reads. A failed watch is re-armed every second; the poll covers the gap.
+ * directory (a log file next to the configuration) costs no reads. A failed watch is re-armed every
+ * second; the poll covers the gap.
  */
 export class DirectoryWatch {
   readonly dir: string;
@@ -81,7 +82,8 @@ export class DirectoryWatch {
     // Some platforms give no name: then any event may be the one.
     const entry = filename === null ? null : filename.toString();
     if (entry !== null && !this.names.has(entry)) return;
-    this.logger.debug({ dir: this.dir, entry }, 'config directory event');
+    // Nothing is logged here: the log may be a file in this very directory, and a line per event
+    // would be an event of its own, without end. The owner reports the events that changed something.
     this.onEvent(entry);
   }
 

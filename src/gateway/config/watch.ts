@@ -61,6 +61,8 @@ const READ_RETRY_MS = 100;
  */
 export class ConfigWatcher {
   private readonly directories = new Map<string, DirectoryWatch>();
+  /** Entries whose events arrived since the last check, reported only if the check finds a change. */
+  private readonly eventEntries = new Set<string | null>();
   private debounceTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private last: WatchedState;
@@ -116,7 +118,7 @@ export class ConfigWatcher {
     for (const [dir, entries] of names) {
       let directory = this.directories.get(dir);
       if (directory === undefined) {
-        directory = new DirectoryWatch(dir, this.options.logger, () => this.onEvent());
+        directory = new DirectoryWatch(dir, this.options.logger, (entry) => this.onEvent(entry));
         this.directories.set(dir, directory);
         directory.names = entries;
         directory.arm();
@@ -124,7 +126,9 @@ export class ConfigWatcher {
     }
   }
 
-  private onEvent(): void {
+  private onEvent(entry: string | null): void {
+    // Bounded: entries are the watched names (and `null` where the platform gives none).
+    this.eventEntries.add(entry);
     clearTimeout(this.debounceTimer);
     this.debounceTimer = setTimeout(() => void this.check('watch'), this.debounceMs);
     this.debounceTimer.unref();
@@ -166,6 +170,8 @@ export class ConfigWatcher {
   }
 
   private async readAndCompare(trigger: CheckTrigger): Promise<void> {
+    const events = [...this.eventEntries];
+    this.eventEntries.clear();
     const bytes = await this.readConfig();
     if (this.stopped || bytes === undefined) return;
     const hash = sha256Hex(bytes);
@@ -177,7 +183,9 @@ export class ConfigWatcher {
       if (read.fingerprint !== fingerprint) changed.push(file);
     }
     if (this.stopped || changed.length === 0) return;
-    this.options.logger.debug({ trigger, changed }, 'configuration sources changed');
+    // Logged only for a real change: a check that finds nothing writes nothing, so a log written into
+    // a watched directory cannot keep the watcher busy.
+    this.options.logger.debug({ trigger, changed, events }, 'configuration sources changed');
     let loaded: ReadonlyMap<string, string> | undefined;
     try {
       loaded = await this.options.onChange({ text: bytes.toString('utf8'), hash, changed, trigger });
