@@ -1,9 +1,13 @@
 # Every target runs with the project's toolchain first on PATH: a pinned Node 24 in .tools/node
-# (fetched from the npm registry only when the machine's node is older than 22) and helm in
-# .tools/bin (built with `go install` for the chart tests).
+# (fetched from the npm registry only when the machine's node is older than 22) and .tools/bin.
+# The chart tests use the first helm of HELM_VERSION's major version on PATH (.tools/bin first),
+# else build the pinned one into .tools/bin with `go install`.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
+# Prerequisites written $$(...) are expanded only when make considers their target, so the helm
+# lookup runs only for the targets that need helm.
+.SECONDEXPANSION:
 
 NODE_VERSION ?= 24.21.0
 # npm of the locally assembled build base image (make image-local)
@@ -27,10 +31,13 @@ DEPS_STAMP := node_modules/.deps-stamp
 BUILD_STAMP := dist/.build-stamp
 SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help run test build lint typecheck unit bench bench-quick e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden
+VITEST_REPORT := test/.tmp/vitest-report.json
+
+.PHONY: help run test build lint typecheck unit bench bench-quick e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden FORCE
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+	@echo "usage: make <target>   (make run starts the quickstart, make test runs every check)"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{ printf "  %-13s %s\n", $$1, $$2 }' | sort
 
 $(LOCAL_NODE):
 	@echo "node $(SYSTEM_NODE_MAJOR) is older than 22: fetching Node $(NODE_VERSION) from the npm registry into .tools/node"
@@ -40,8 +47,13 @@ $(LOCAL_NODE):
 	@rm -rf $(TOOLS)/node-pack
 	@$(LOCAL_NODE) --version
 
-node-info: $(NODE_BOOTSTRAP) ## Show which node every target uses
+node-info: $(NODE_BOOTSTRAP) ## Show which node every target uses, and which helm the chart tests use
 	@echo "node $$(node --version) at $$(command -v node); npm $$(npm --version)"
+	@helm='$(HELM_ON_PATH)'; \
+	if [ -n "$$helm" ]; then echo "helm $$("$$helm" version --short) at $$helm"; \
+	elif command -v go >/dev/null; then \
+	  echo "helm: no helm $(HELM_MAJOR).x on PATH; the chart tests build helm $(HELM_VERSION) into .tools/bin with $$(command -v go)"; \
+	else echo "helm: $(HELM_NONE)"; fi
 
 $(DEPS_STAMP): package.json package-lock.json $(NODE_BOOTSTRAP)
 	npm ci --no-audit --no-fund --loglevel=error
@@ -53,15 +65,35 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(SOURCES) tsconfig.build.json tsconfig.base.json
 
 build: $(BUILD_STAMP) ## Compile TypeScript into dist/
 
-$(TOOLS)/bin/helm:
-	@echo "building helm $(HELM_VERSION) with go install into .tools/bin"
-	@mkdir -p $(TOOLS)/bin
-	GOBIN=$(TOOLS)/bin GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+HELM_MAJOR := $(firstword $(subst ., ,$(HELM_VERSION)))
+# The first helm on PATH (.tools/bin first) whose `helm version --short` is $(HELM_MAJOR).x, or
+# nothing; looked up once, when first used.
+HELM_ON_PATH = $(eval HELM_ON_PATH := $(shell p='$(PATH)'; IFS=:; for dir in $$p; do \
+  [ -x "$$dir/helm" ] || continue; \
+  case "$$("$$dir/helm" version --short 2>/dev/null)" in ($(HELM_MAJOR).*) echo "$$dir/helm"; break;; esac; \
+  done))$(HELM_ON_PATH)
+# The helm the chart tests use (test/chart/helm.ts reads HELM_BIN), and what to build for it.
+HELM_BIN = $(or $(HELM_ON_PATH),$(TOOLS)/bin/helm)
+HELM_NEEDED = $(if $(HELM_ON_PATH),,$(TOOLS)/bin/helm)
+HELM_NONE := no helm $(HELM_MAJOR).x on PATH, and no Go to build helm $(HELM_VERSION): install helm $(HELM_MAJOR) (https://helm.sh/docs/intro/install/) or Go (https://go.dev/doc/install)
+HELM_NO_GO = $(HELM_NONE)
+helm e2e-k8s: HELM_NO_GO = building helm $(HELM_VERSION) into .tools/bin needs Go, and go is not on PATH: install Go (https://go.dev/doc/install)
 
-helm: $(TOOLS)/bin/helm ## Install the pinned helm into .tools/bin
+# Checked on every use, so a helm of another major version left in .tools/bin is replaced.
+$(TOOLS)/bin/helm: FORCE
+	@case "$$('$@' version --short 2>/dev/null)" in ($(HELM_MAJOR).*) exit 0;; esac; \
+	command -v go >/dev/null || { echo "make: $(HELM_NO_GO)" >&2; exit 1; }; \
+	echo "building helm $(HELM_VERSION) with go install into .tools/bin"; \
+	mkdir -p $(TOOLS)/bin; \
+	set -x; GOBIN=$(TOOLS)/bin GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
-chart-golden: $(BUILD_STAMP) $(TOOLS)/bin/helm ## Regenerate the chart's values.schema.json, golden renders and manifests/
-	node test/chart/regenerate.ts
+FORCE:
+
+helm: $(TOOLS)/bin/helm ## Build the pinned helm into .tools/bin (make e2e-k8s and the release use that one)
+	@echo "helm $$('$(TOOLS)/bin/helm' version --short) at .tools/bin/helm"
+
+chart-golden: $(BUILD_STAMP) $$(HELM_NEEDED) ## Regenerate the chart's values.schema.json, golden renders and manifests/
+	HELM_BIN='$(HELM_BIN)' node test/chart/regenerate.ts
 
 lint: $(DEPS_STAMP) ## ESLint and Prettier
 	eslint .
@@ -77,10 +109,14 @@ check-docs: $(BUILD_STAMP) ## Fail when docs/configuration.md is stale
 	@node bin/gateway.js schema --markdown | diff -u docs/configuration.md - \
 	  || { echo "docs/configuration.md is stale: run 'make docs'"; exit 1; }
 
-unit: $(BUILD_STAMP) $(TOOLS)/bin/helm ## Run every vitest suite, the local e2e included (prints a plain "tests: N passed, N failed" line)
-	@mkdir -p test/.tmp
-	vitest run --reporter=default --reporter=json --outputFile.json=test/.tmp/vitest-report.json || true
-	@node scripts/test-summary.mjs test/.tmp/vitest-report.json
+# The report is removed first, so a run that ends before writing one is never summarised from an
+# earlier run's report; vitest's exit status goes to the summary, which fails the run on it.
+unit: $(BUILD_STAMP) $$(HELM_NEEDED) ## Run every vitest suite, the local e2e included (closing line "tests: N passed, N failed[, N skipped]")
+	@mkdir -p $(dir $(VITEST_REPORT)) && rm -f $(VITEST_REPORT)
+	@echo "HELM_BIN=$(HELM_BIN) vitest run"
+	@status=0; HELM_BIN='$(HELM_BIN)' vitest run --reporter=default --reporter=json \
+	  --outputFile.json=$(VITEST_REPORT) || status=$$?; \
+	node scripts/test-summary.mjs $(VITEST_REPORT) $$status
 
 test: lint typecheck check-docs unit ## Lint, typecheck, doc staleness and every test suite
 
@@ -99,6 +135,7 @@ e2e: $(BUILD_STAMP) ## Local end-to-end lifecycle checks (processes on loopback)
 image-local: $(DEPS_STAMP) ## Build the Dockerfile offline with locally assembled base images (needs a Docker engine, or root and Debian's docker.io)
 	NODE_VERSION=$(NODE_VERSION) NPM_VERSION=$(NPM_VERSION) bash e2e/images/gateway.sh
 
+# e2e/k8s runs .tools/bin/helm by that path, so this target builds the pinned one.
 e2e-k8s: $(BUILD_STAMP) $(TOOLS)/bin/helm ## The chart's lifecycle on a real cluster: KUBECONFIG, else kind, else a host cluster built here (skips with a message when none is possible; E2E_K8S_REQUIRED=1 fails instead)
 	NODE_VERSION=$(NODE_VERSION) NPM_VERSION=$(NPM_VERSION) bash e2e/k8s/run.sh
 

@@ -1,9 +1,8 @@
 /**
- * Rendering the chart with the pinned helm in .tools/bin (`make helm`), shared by the chart tests,
- * by `make chart-golden` (test/chart/regenerate.ts) and by the release
- * (.github/scripts/release-chart.ts): the one definition of the cluster version, the API versions
- * and the per-manifest options every render uses. Node runs these files directly, so the imports
- * here name .ts files.
+ * Rendering the chart with helm v3, shared by the chart tests, by `make chart-golden`
+ * (test/chart/regenerate.ts) and by the release (.github/scripts/release-chart.ts): the one
+ * definition of the cluster version, the API versions and the per-manifest options every render
+ * uses. Node runs these files directly, so the imports here name .ts files.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +13,12 @@ import { parseAllDocuments } from 'yaml';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CHART = join(ROOT, 'charts/gateway');
-export const HELM = join(ROOT, '.tools/bin/helm');
+const PINNED_HELM = join(ROOT, '.tools/bin/helm');
+/**
+ * The helm `make` chose (HELM_BIN: the first helm v3 on PATH, else the pinned one it builds into
+ * .tools/bin); run without make, the pinned one when it is built, else helm on PATH.
+ */
+export const HELM = process.env.HELM_BIN || (existsSync(PINNED_HELM) ? PINNED_HELM : 'helm');
 export const CI_DIR = join(CHART, 'ci');
 export const GOLDEN_DIR = join(CHART, 'tests/golden');
 export const MANIFEST_VALUES_DIR = join(ROOT, 'manifests/values');
@@ -37,10 +41,18 @@ export interface HelmResult {
   stderr: string;
 }
 
+let helmFound = false;
 export function requireHelm(): void {
-  if (!existsSync(HELM)) {
-    throw new Error(`helm is missing at ${HELM}: run \`make helm\` (the chart tests need the pinned helm)`);
+  if (helmFound) return;
+  const probe = spawnSync(HELM, ['version', '--short'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    const where = HELM === 'helm' ? 'on PATH' : `at ${HELM}`;
+    throw new Error(`no helm ${where}: install helm v3, or run \`make helm\` to build the pinned one`);
   }
+  if (!probe.stdout.startsWith('v3.')) {
+    throw new Error(`${HELM} is helm ${probe.stdout.trim()}: the chart tests need helm v3`);
+  }
+  helmFound = true;
 }
 
 /** No cluster, no repositories: keep helm away from the user's kubeconfig and caches. */
