@@ -16,7 +16,7 @@ import { helmAsync, templateArgs } from '../chart/helm.js';
 import { spawnGateway } from '../helpers/gateway.js';
 import { ROOT } from '../helpers/process.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
-import { commandsOf, fencesOf, flagsOfHelp, wordsOf, type Fence } from './fences.js';
+import { commandsOf, fencesOf, flagsOfHelp, scriptOf, wordsOf, type Fence } from './fences.js';
 
 /** The documents a user reads; docs/specification/ is the specification as published, not examples. */
 const DOCUMENTS = [
@@ -58,6 +58,33 @@ function helpFlags(program: string[]): { status: number; flags: Set<string> } {
     helpCache.set(key, cached);
   }
   return cached;
+}
+
+const ONE_ALIAS_VALUES =
+  'config:\n  spec:\n    targets:\n      demo: { url: "http://upstream.example:8000/v1" }\n';
+
+/**
+ * The files the documents' here-documents write (`<document>:<file name>` → text), with what the
+ * reader's shell would expand stood in by well-formed values: a digest for a `digest:` line, the
+ * block's own assignment for `$VAR`.
+ */
+const writtenFiles = new Map<string, string>();
+for (const fence of shellFences) {
+  const script = scriptOf(fence.body);
+  const assigned = new Map(
+    script.commands.flatMap((c) => [...c.matchAll(/^([A-Z_][A-Z0-9_]*)=(\S+)$/g)].map((m) => [m[1]!, m[2]!])),
+  );
+  for (const [file, text] of script.files) {
+    const expanded = text
+      .split('\n')
+      .map((line) =>
+        line
+          .replace(/\$\(.*\)/, /^\s*digest:/.test(line) ? `sha256:${'0'.repeat(64)}` : 'value')
+          .replace(/\$\{?([A-Z_][A-Z0-9_]*)\}?/g, (_m, name: string) => assigned.get(name) ?? 'value'),
+      )
+      .join('\n');
+    writtenFiles.set(`${fence.file}:${file}`, expanded);
+  }
 }
 
 const makeTargets = new Set(
@@ -149,6 +176,8 @@ describe('documentation examples', () => {
   });
 
   it('renders every helm install, upgrade and template of the chart', async () => {
+    // A values file of the reader's own that the document does not write: one alias stands in.
+    const userValues = scratchFile('my-values.yaml', ONE_ALIAS_VALUES);
     const renders: Promise<string | undefined>[] = [];
     for (const fence of shellFences) {
       for (const command of commandsOf(fence.body)) {
@@ -158,12 +187,16 @@ describe('documentation examples', () => {
           const args = templateArgs({ skipTests: true });
           for (let i = 2; i < words.length; i++) {
             const word = words[i]!;
-            if (['--set', '--set-string', '--set-json'].includes(word)) args.push(word, words[++i]!);
-            else if (['-f', '--values'].includes(word)) {
+            if (['--set', '--set-string', '--set-json'].includes(word)) {
+              // A value the reader supplies (`"$DIGEST"`) cannot be known here: left out.
+              const assignment = words[++i]!;
+              if (!assignment.includes('$')) args.push(word, assignment);
+            } else if (['-f', '--values'].includes(word)) {
               const file = words[++i]!;
-              // A values file of the user's own (my-values.yaml) cannot be known here; the
-              // chart's defaults stand in for it.
-              if (existsSync(join(ROOT, file))) args.push('--values', join(ROOT, file));
+              const written = writtenFiles.get(`${fence.file}:${file}`);
+              if (written !== undefined) args.push('--values', scratchFile('values.yaml', written));
+              else if (existsSync(join(ROOT, file))) args.push('--values', join(ROOT, file));
+              else args.push('--values', userValues);
             }
           }
           renders.push(
@@ -181,10 +214,7 @@ describe('documentation examples', () => {
   it('validates every YAML block: gateway configs, chart values, Kubernetes objects', async () => {
     const chartValues = parseYaml(readFileSync(join(ROOT, 'charts/gateway/values.yaml'), 'utf8')) as object;
     const valueKeys = new Set(Object.keys(chartValues));
-    const baseValues = scratchFile(
-      'base-values.yaml',
-      'config:\n  spec:\n    targets:\n      demo: { url: "http://upstream.example:8000/v1" }\n',
-    );
+    const baseValues = scratchFile('base-values.yaml', ONE_ALIAS_VALUES);
     const problems: (string | undefined)[] = [];
     const renders: Promise<string | undefined>[] = [];
     for (const fence of fences.filter((f) => f.lang === 'yaml')) {

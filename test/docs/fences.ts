@@ -36,10 +36,34 @@ export function fencesOf(file: string, text = readFileSync(file, 'utf8')): Fence
  * continuations joined. A `#` only starts a comment at the start of a word outside quotes.
  */
 export function commandsOf(body: string): string[] {
+  return scriptOf(body).commands;
+}
+
+/** A shell block: its commands, and the files its `cat > file <<EOF` here-documents write. */
+export interface Script {
+  commands: string[];
+  /** File name → the here-document's text (unexpanded). */
+  files: Map<string, string>;
+}
+
+export function scriptOf(body: string): Script {
   const commands: string[] = [];
+  const files = new Map<string, string>();
   let current = '';
-  for (const raw of body.split('\n')) {
-    const line = stripComment(raw).trimEnd();
+  const lines = body.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = stripComment(lines[i]!).trimEnd();
+    const heredoc = /<<-?\s*['"]?(\w+)['"]?/.exec(line);
+    if (heredoc) {
+      const end = lines.findIndex((l, j) => j > i && l.trim() === heredoc[1]);
+      const text = lines.slice(i + 1, end < 0 ? undefined : end).join('\n') + '\n';
+      const target = /(?:^|\s)>\s*(\S+)/.exec(line.replace(heredoc[0], ''))?.[1];
+      if (target) files.set(target, text);
+      commands.push((current + line).trim().replace(/\s+/g, ' '));
+      current = '';
+      i = end < 0 ? lines.length : end;
+      continue;
+    }
     if (line.endsWith('\\')) {
       current += line.slice(0, -1) + ' ';
       continue;
@@ -49,7 +73,7 @@ export function commandsOf(body: string): string[] {
     current = '';
   }
   if (current.trim()) commands.push(current.trim());
-  return commands;
+  return { commands, files };
 }
 
 function stripComment(line: string): string {
