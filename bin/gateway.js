@@ -1,2 +1,6 @@
 #!/usr/bin/env node
-import '../dist/gateway/cli.js';
+import { requireNode } from './check-node.js';
+
+requireNode('gateway');
+// Loaded only once the version is known to be enough (a static import would load it first).
+await import('../dist/gateway/cli.js');

@@ -1,2 +1,6 @@
 #!/usr/bin/env node
-import '../dist/simulator/cli.js';
+import { requireNode } from './check-node.js';
+
+requireNode('sim');
+// Loaded only once the version is known to be enough (a static import would load it first).
+await import('../dist/simulator/cli.js');
