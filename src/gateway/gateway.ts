@@ -162,8 +162,11 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     },
   });
 
+  // The configured admin port until the listener is bound (`--metrics-port 0` picks one then).
+  let adminPort = options.metricsPort;
   const proxyConnections = new ConnectionTracker();
   const handler = createProxyHandler({
+    adminPort: () => adminPort,
     connections: proxyConnections,
     runtime: () => runtime,
     metrics,
@@ -191,7 +194,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     },
     async listen() {
       const port = await listenOn(proxyServer, options.host, options.port);
-      const adminPort = await listenOn(adminServer, options.host, options.metricsPort);
+      adminPort = await listenOn(adminServer, options.host, options.metricsPort);
       logger.info({ listener: 'proxy', host: options.host, port }, 'listening');
       logger.info(
         { listener: 'admin', host: options.host, port: adminPort, metrics: options.metrics },

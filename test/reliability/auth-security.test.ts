@@ -273,10 +273,10 @@ describe('authentication end to end', () => {
 
   it('health and metrics are only on the admin port; the admin port proxies nothing', async () => {
     for (const path of ['/metrics', '/healthz', '/readyz']) {
-      // Non-strict: the proxy port routes every path to a target: without a model, 400; with one,
-      // the provider's own answer. Never the gateway's metrics or health.
+      // Non-strict: the proxy port routes every path to a target: without a model, 404 naming the
+      // admin port; with one, the provider's own answer. Never the gateway's metrics or health.
       const bare = await exchange(`${plain.url}${path}`);
-      expect(bare.status, path).toBe(400);
+      expect(bare.status, path).toBe(404);
       const routed = await exchange(`${plain.url}${path}`, {
         headers: { 'model-override': 'keyed', authorization: `Bearer ${GLOBAL_KEY}` },
       });

@@ -199,8 +199,9 @@ describe('wrong content types', () => {
       'multipart/form-data; boundary=x',
       'image/png',
     ]) {
-      // Non-strict: only a JSON content type (or none) makes the body a JSON document to route by.
-      checkAnswer(await post(plain, valid, { 'content-type': type }), 400, `plain ${type}`);
+      // Non-strict: only a JSON content type (or none) makes the body a JSON document to route by;
+      // another one is refused for what it is.
+      checkAnswer(await post(plain, valid, { 'content-type': type }), 415, `plain ${type}`);
       checkAnswer(
         await post(
           strict,
@@ -214,7 +215,7 @@ describe('wrong content types', () => {
     }
     checkAnswer(
       await post(plain, 'model=m&messages=x', { 'content-type': 'application/x-www-form-urlencoded' }),
-      400,
+      415,
       'form',
     );
     await expectNoUpstream();

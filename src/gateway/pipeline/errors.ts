@@ -55,6 +55,37 @@ export const gatewayErrors = {
     make(400, 'invalid_request_error', 'invalid_body', 'The request body is nested too deeply to forward.'),
   invalidJson: () =>
     make(400, 'invalid_request_error', 'invalid_json', 'The request body is not valid JSON.'),
+  unsupportedContentType: (contentType: string | undefined) =>
+    make(
+      415,
+      'invalid_request_error',
+      'invalid_content_type',
+      `The content-type must be application/json (${contentType === undefined ? 'the request has none' : `got \`${contentType.slice(0, 100)}\``}), or the alias named in the \`model-override\` header.`,
+    ),
+  bodyNotObject: () =>
+    make(
+      400,
+      'invalid_request_error',
+      'invalid_body',
+      'The request body must be a JSON object with the alias in its `model` field.',
+    ),
+  modelNotString: (got: string) =>
+    make(
+      400,
+      'invalid_request_error',
+      'invalid_model',
+      `\`model\` must be a string naming an alias, not ${got}.`,
+      {
+        param: 'model',
+      },
+    ),
+  servedOnAdminPort: (path: string, adminPort: number) =>
+    make(
+      404,
+      'not_found_error',
+      null,
+      `${path} is served on the admin port (${adminPort}, --metrics-port), not on the proxy port.`,
+    ),
   unauthorized: () =>
     make(
       401,

@@ -15,6 +15,7 @@ import { dispatch, type DispatchDeps } from './dispatch.js';
 import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } from './errors.js';
 import { listModels } from './models.js';
 import { BODY_TOO_LARGE, readBody } from './read-body.js';
+import { isAdminPath } from './no-alias.js';
 import { resolveAlias } from './resolve.js';
 import { runStrictChecks } from './strict-checks.js';
 import { planRequestReasoning } from './reasoning.js';
@@ -22,13 +23,16 @@ import { endServerSpan, setRequestInfo, startServerSpan } from '../telemetry/tra
 import { standardErrorBody, strictEndpointForPath } from '../strict/index.js';
 
 /** Strict mode's 404 for a path it does not serve, in the standard error shape (spec 4.5, 7.2). */
-function strictNotFound(path: string): GatewayError {
+function strictNotFound(path: string, adminPort: number): GatewayError {
   const { type } = standardErrorBody(404).error;
+  const where = isAdminPath(path)
+    ? `is served on the admin port (${adminPort}, --metrics-port)`
+    : 'is not served in strict mode';
   return {
     status: 404,
     type,
     code: null,
-    message: `Not found: \`${path}\` is not served in strict mode.`,
+    message: `Not found: \`${path}\` ${where}.`,
     param: null,
     rejection: true,
   };
@@ -43,6 +47,8 @@ export interface HandlerDeps {
   lifecycle: LifecycleState;
   options: Pick<GatewayOptions, 'dispatchedHeader' | 'maxBodyBytes' | 'sseBufferLimit'>;
   upstream: UpstreamClient;
+  /** The admin listener's port (bound, once it listens): named to clients asking this port for it. */
+  adminPort: () => number;
 }
 
 /** Span names use the route, never the raw URL (bounded cardinality). */
@@ -135,7 +141,8 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
   if (table.strictMode) {
     // Strict mode serves only the endpoints it can validate (spec 4.5).
     const endpoint = strictEndpointForPath(path);
-    if (endpoint === null || req.method !== 'POST') return reject(ctx, strictNotFound(path), deps);
+    if (endpoint === null || req.method !== 'POST')
+      return reject(ctx, strictNotFound(path, deps.adminPort()), deps);
     ctx.strictEndpoint = endpoint;
   }
 
@@ -159,7 +166,7 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
  */
 function proceed(ctx: RequestContext, deps: StageDeps): void {
   try {
-    const unresolved = resolveAlias(ctx);
+    const unresolved = resolveAlias(ctx, deps.adminPort);
     if (unresolved) return reject(ctx, unresolved, deps);
 
     setRequestInfo(ctx.span, ctx.model, ctx.traffic);

@@ -2,11 +2,12 @@ import { gatewayErrors, type GatewayError } from './errors.js';
 import { parseRequestBody, type StrictEndpoint } from '../strict/index.js';
 import type { RequestContext } from './context.js';
 import { strictRejection } from './strict-checks.js';
+import { declaresJson, noAliasError } from './no-alias.js';
 
 function looksLikeJson(ctx: RequestContext): boolean {
   const type = ctx.req.headers['content-type'];
   if (type === undefined) return ctx.body[0] === 0x7b; // '{'
-  return type.includes('json');
+  return declaresJson(type);
 }
 
 /**
@@ -39,9 +40,10 @@ function parseStrictBody(ctx: RequestContext, endpoint: StrictEndpoint): Gateway
 
 /**
  * Spec 4.4 rule 1: the alias comes from the `model-override` header when present, else from the
- * JSON body's `model`. The body is parsed here only when the header does not decide.
+ * JSON body's `model`. The body is parsed here only when the header does not decide. `adminPort`
+ * is named to a client that asks this port for a health or metrics path.
  */
-export function resolveAlias(ctx: RequestContext): GatewayError | undefined {
+export function resolveAlias(ctx: RequestContext, adminPort: () => number): GatewayError | undefined {
   const override = ctx.req.headers['model-override'];
   if (typeof override === 'string' && override.length > 0) {
     const unknown = selectRoute(ctx, override);
@@ -52,7 +54,7 @@ export function resolveAlias(ctx: RequestContext): GatewayError | undefined {
   const invalid = parseJsonBody(ctx);
   if (invalid) return invalid;
   const model = ctx.json?.model;
-  if (typeof model !== 'string' || model.length === 0) return gatewayErrors.missingModel();
+  if (typeof model !== 'string' || model.length === 0) return noAliasError(ctx, adminPort());
   return selectRoute(ctx, model);
 }
 
