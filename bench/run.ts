@@ -5,6 +5,12 @@
  *
  *   node bench/run.ts [--quick] [--json <file>] [--only closed,open,stream,paced,memory,reload]
  *                     [--quiet-wait <seconds>] [--start-when-quiet <minutes>] [--proxy-node-args=<flags>]
+ *   node bench/run.ts --headline [--quick] [--json <file>] ...
+ *
+ * `--headline` measures, in one run, the floor, nginx, Portkey's gateway and the gateway (plain and
+ * strict) in the closed loop, the open loop and the memory row, and prints the headline table of
+ * docs/performance.md. A baseline that cannot be had (nginx not installed, Portkey not installable)
+ * is left out with the reason printed.
  *
  * Layout (three processes share the cores; see docs/performance.md):
  * - this process: the load generators (autocannon for the closed loop, undici for the open loop and
@@ -48,6 +54,10 @@ import {
   renderRoundTrip,
   waitForQuietMachine,
 } from './support/machine-state.ts';
+import { headlineRows, renderHeadline, type HeadlineRow } from './support/headline.ts';
+import { findNginx, startNginx } from './support/nginx.ts';
+import { checkPassThrough } from './support/pass-through.ts';
+import { HONO_NODE_SERVER_VERSION, ensurePortkey, startPortkey } from './support/portkey.ts';
 import { stealSeconds } from './support/process.ts';
 import {
   SHIPPED_NODE_ARGS,
@@ -57,9 +67,9 @@ import {
   upstreamCounters,
   type RunningProxy,
 } from './support/services.ts';
-import { waitForQuiet } from './support/quiet.ts';
+import { waitForIdle, waitForQuiet } from './support/quiet.ts';
 import { Samples, median, pooled, sum } from './support/stats.ts';
-import type { CpuWindow, Target } from './support/target.ts';
+import { proxyPids, type CpuWindow, type Target } from './support/target.ts';
 
 interface Plan {
   name: 'quick' | 'full';
@@ -86,6 +96,11 @@ interface Plan {
    * long-running one after the throughput rows (its heap already grown by them).
    */
   memory: { streams: number; intervalMs: number; targets: readonly MemoryTarget[] };
+  /**
+   * The headline's memory row paces its streams slower, so they stay open long enough for the
+   * slowest proxy to have all of them open at once (Portkey needs a few seconds to open 1,000).
+   */
+  headlineMemoryIntervalMs: number;
   reload: { aliases: number; rate: number; seconds: number; rounds: number };
   /** Before each window, wait up to this long for other programs to leave the cores alone (0: no wait). */
   quietWaitSeconds: number;
@@ -126,6 +141,7 @@ const FULL: Plan = {
       { proxy: 'plain', fresh: false },
     ],
   },
+  headlineMemoryIntervalMs: 400,
   reload: { aliases: 1000, rate: 1000, seconds: 15, rounds: 2 },
   quietWaitSeconds: 10,
   contendedRetries: 1,
@@ -153,6 +169,7 @@ const QUICK: Plan = {
       { proxy: 'plain', fresh: false },
     ],
   },
+  headlineMemoryIntervalMs: 200,
   reload: { aliases: 1000, rate: 1000, seconds: 4, rounds: 1 },
   quietWaitSeconds: 0,
   contendedRetries: 0,
@@ -580,6 +597,9 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
 
 const USAGE = `Usage: node bench/run.ts [options]
 
+  --headline                the headline table instead: floor, nginx, Portkey's gateway and the
+                            gateway (plain, strict) in one run, closed loop, open loop and 1,000
+                            streams held open (about 12 min on an idle machine; --quick: 2 min)
   --quick                   one round with short windows (about 90 s; make bench-quick)
   --only <sections>         comma-separated subset of: ${SECTIONS.join(',')}
   --json <file>             also write the rows and the budget lines as JSON
@@ -605,9 +625,11 @@ async function main(): Promise<void> {
       'quiet-wait': { type: 'string' },
       'start-when-quiet': { type: 'string' },
       'proxy-node-args': { type: 'string' },
+      headline: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
+  if (values.headline && values.only) throw new Error('--headline runs its own sections; drop --only');
   if (values.help) {
     process.stdout.write(USAGE);
     return;
@@ -631,6 +653,10 @@ async function main(): Promise<void> {
   const tripBefore = await loopbackRoundTrip();
   const stealBefore = stealSeconds();
   log(`loopback round trip between two processes: ${renderRoundTrip(tripBefore)}`);
+  if (values.headline) {
+    await headlineRun(plan, nodeArgs, nodeArgsText, host, tripBefore, stealBefore, values.json);
+    return;
+  }
 
   const upstream = await startUpstream(2);
   const upstreamPid = upstream.service.pid;
@@ -882,6 +908,289 @@ async function main(): Promise<void> {
       ),
     );
     log(`results written to ${values.json}`);
+  }
+}
+
+/** A proxy of the headline run, started afresh by `start`. */
+interface Contender {
+  name: string;
+  label: string;
+  start(): Promise<{ target: Target; stop(): Promise<void> }>;
+}
+
+/**
+ * The headline run: every contender started once for the closed and open loops (alternating, as the
+ * full run), after a check that a completion and a paced stream pass through it unbuffered; then
+ * each started afresh for the memory row.
+ */
+async function headlineRun(
+  plan: Plan,
+  nodeArgs: string[],
+  nodeArgsText: string,
+  host: ReturnType<typeof machine>,
+  tripBefore: Awaited<ReturnType<typeof loopbackRoundTrip>>,
+  stealBefore: number,
+  jsonPath: string | undefined,
+): Promise<void> {
+  const upstream = await startUpstream(1);
+  const upstreamPid = upstream.service.pid;
+  const port = upstream.ports[0]!;
+  const ownPids: number[] = [upstreamPid];
+  counters = () => upstreamCounters(upstream);
+  quiet = async () => {
+    const busy = await waitForIdle(ownPids, 30);
+    if (busy >= 0.05) log(`the proxies still use ${fmt(busy)} cores after 30 s; measuring anyway`);
+    if (plan.quietWaitSeconds <= 0) return;
+    const load = await waitForQuiet(ownPids, plan.quietWaitSeconds, CONTENDED_CORES / 2);
+    if (load > CONTENDED_CORES / 2) log(`other programs are using ${fmt(load)} cores; measuring anyway`);
+  };
+
+  const skipped: string[] = [];
+  const versions: Record<string, string> = { node: process.version };
+  const contenders: Contender[] = [
+    {
+      name: 'floor',
+      label: 'floor (`bench/floor-proxy.ts`)',
+      start: async () => {
+        const floor = await startFloor(port, { nodeArgs });
+        return {
+          target: { name: 'floor', origin: floor.origin, pid: floor.service.pid, headers: {} },
+          stop: () => floor.service.stop(),
+        };
+      },
+    },
+  ];
+  const nginx = findNginx();
+  if ('reason' in nginx) {
+    skipped.push(`nginx: ${nginx.reason}`);
+  } else {
+    versions.nginx = nginx.version;
+    contenders.push({
+      name: 'nginx',
+      label: `nginx ${nginx.version} (1 worker)`,
+      start: async () => {
+        const running = await startNginx(nginx.path, nginx.version, port);
+        return {
+          target: {
+            name: 'nginx',
+            origin: running.origin,
+            pid: running.service.pid,
+            processes: running.processes,
+            headers: {},
+          },
+          stop: running.stop,
+        };
+      },
+    });
+  }
+  const portkey = await ensurePortkey(log);
+  if ('reason' in portkey) {
+    skipped.push(`Portkey: ${portkey.reason}`);
+  } else {
+    versions.portkey = `${portkey.version} (@hono/node-server ${HONO_NODE_SERVER_VERSION})`;
+    contenders.push({
+      name: 'portkey',
+      label: `Portkey ${portkey.version}`,
+      start: async () => {
+        const running = await startPortkey(portkey, port, nodeArgs);
+        return {
+          target: {
+            name: 'portkey',
+            origin: running.origin,
+            pid: running.service.pid,
+            headers: running.headers,
+          },
+          stop: running.stop,
+        };
+      },
+    });
+  }
+  for (const kind of ['plain', 'strict'] as const) {
+    contenders.push({
+      name: `gateway ${kind}`,
+      label: `gateway ${kind}`,
+      start: async () => {
+        const gateway = await startGateway(kind, gatewayConfig(kind, upstream.ports), { nodeArgs });
+        return {
+          target: {
+            name: `gateway ${kind}`,
+            origin: gateway.origin,
+            pid: gateway.service.pid,
+            headers: {},
+            adminOrigin: gateway.adminOrigin,
+          },
+          stop: () => gateway.stop(),
+        };
+      },
+    });
+  }
+  for (const reason of skipped) log(`left out of the headline: ${reason}`);
+
+  const labels = new Map<string, string>([['direct', 'direct (no proxy)']]);
+  /** nginx and Portkey: left out, with the reason, when they cannot run; the floor and the gateway never. */
+  const isBaseline = (contender: Contender): boolean =>
+    contender.name !== 'floor' && !contender.name.startsWith('gateway');
+  let closed: Row[];
+  let open: Row[];
+  const memory = new Map<string, SlowStreamsResult>();
+  const memoryRows: Row[] = [];
+  try {
+    const running = new Map<string, { target: Target; stop(): Promise<void> }>();
+    try {
+      for (const contender of contenders) {
+        try {
+          const started = await contender.start();
+          running.set(contender.name, started);
+          ownPids.push(...proxyPids(started.target));
+        } catch (error) {
+          if (!isBaseline(contender)) throw error;
+          skipped.push(`${contender.label}: did not start: ${(error as Error).message}`);
+          log(`left out of the headline: ${contender.name} did not start: ${(error as Error).message}`);
+        }
+      }
+      const direct: Target = {
+        name: 'direct',
+        origin: `http://127.0.0.1:${port}`,
+        pid: undefined,
+        headers: {},
+      };
+      const targets: Target[] = [direct];
+      for (const contender of contenders) {
+        const started = running.get(contender.name);
+        if (!started) continue;
+        const { target } = started;
+        const check = await checkPassThrough(target);
+        log(`pass-through check, ${contender.name}: ${check.summary}`);
+        if (check.problem !== undefined) {
+          if (!isBaseline(contender))
+            throw new Error(`${contender.name} failed the pass-through check: ${check.problem}`);
+          skipped.push(`${contender.label}: failed the pass-through check: ${check.problem}`);
+          log(`left out of the headline: ${contender.name}: ${check.problem}`);
+          continue;
+        }
+        labels.set(contender.name, contender.label);
+        targets.push(target);
+      }
+      for (const target of targets) {
+        log(`warm-up: ${target.name}`);
+        await closedLoop(target, upstreamPid, {
+          connections: plan.connections,
+          durationSeconds: plan.warmupSeconds,
+          measure: false,
+        });
+      }
+      // Open loop first, as in the full run: its tails are what a quiet spell is needed for.
+      open = openRows(
+        plan,
+        await alternate(
+          plan,
+          targets,
+          'open loop',
+          (target) =>
+            openLoop(target, upstreamPid, {
+              ratePerSecond: plan.openRate,
+              durationSeconds: plan.openSeconds,
+            }),
+          (r) => r.cpu,
+        ),
+      );
+      closed = closedRows(
+        plan,
+        await alternate(
+          plan,
+          targets,
+          'closed loop',
+          (target) =>
+            closedLoop(target, upstreamPid, {
+              connections: plan.connections,
+              durationSeconds: plan.closedSeconds,
+            }),
+          (r) => r.cpu,
+          plan.closedRounds,
+        ),
+      );
+    } finally {
+      await Promise.all([...running.values()].map((proxy) => proxy.stop()));
+      ownPids.splice(1);
+    }
+
+    for (const contender of contenders.filter((c) => labels.has(c.name))) {
+      const started = await contender.start();
+      try {
+        ownPids.push(...proxyPids(started.target));
+        await quiet();
+        log(`memory: ${plan.memory.streams} slow streams through ${contender.name} (fresh process)`);
+        const result = await slowStreams(started.target, {
+          streams: plan.memory.streams,
+          chunks: STREAM_CHUNKS,
+          intervalMs: plan.headlineMemoryIntervalMs,
+          rampBatch: 100,
+        });
+        memory.set(contender.name, result);
+        memoryRows.push(
+          memoryRow(
+            { ...plan, memory: { ...plan.memory, intervalMs: plan.headlineMemoryIntervalMs } },
+            `${contender.name} (fresh process)`,
+            result,
+          ),
+        );
+      } finally {
+        await started.stop();
+        ownPids.splice(1);
+      }
+    }
+  } finally {
+    await upstream.service.stop();
+  }
+
+  const stolen = stealSeconds() - stealBefore;
+  const tripAfter = await loopbackRoundTrip();
+  const elapsed = (performance.now() - startedAt) / 1000;
+  const machineState = machineStateLine(tripBefore, tripAfter, stolen, elapsed, host.nproc);
+  log(machineState);
+  const table: HeadlineRow[] = headlineRows(labels, closed, open, plan.openRate, memory);
+  const rows = [...closed, ...open, ...memoryRows];
+  const output = [
+    `## Headline (${plan.name}), ${renderMachine(host)}; Node.js proxies run with \`${nodeArgsText}\``,
+    '',
+    `Versions: ${Object.entries(versions)
+      .map(([name, version]) => `${name} ${version}`)
+      .join(', ')}. Throughput: closed loop, ${plan.connections} connections, ` +
+      `${plan.closedRounds} rounds of ${plan.closedSeconds} s; × floor = median over rounds of the rate / the floor's in the ` +
+      `same round. Added latency: open loop at ${plan.openRate} req/s, ${plan.rounds} rounds of ${plan.openSeconds} s, ` +
+      `minus direct's in the same round (median over rounds). Memory: ${plan.memory.streams} streams held open ` +
+      `(one event every ${plan.headlineMemoryIntervalMs} ms) through a freshly started proxy, peak RSS (nginx: master + worker). ` +
+      `Total time ${fmt(elapsed, 0)} s.`,
+    ...(skipped.length ? ['', ...skipped.map((reason) => `Left out: ${reason}`)] : []),
+    '',
+    machineState,
+    '',
+    renderHeadline(table, plan.memory.streams, plan.openRate),
+    '',
+    '### Rows',
+    '',
+    renderTable(rows),
+    '',
+  ].join('\n');
+  process.stdout.write(output);
+  if (jsonPath) {
+    writeFileSync(
+      jsonPath,
+      JSON.stringify(
+        {
+          machine: host,
+          versions,
+          skipped,
+          machineState: { roundTripBefore: tripBefore, roundTripAfter: tripAfter, stealSeconds: stolen },
+          plan,
+          headline: table,
+          rows,
+        },
+        null,
+        2,
+      ),
+    );
+    log(`results written to ${jsonPath}`);
   }
 }
 

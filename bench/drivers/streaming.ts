@@ -219,8 +219,7 @@ export function arrivalSchedule(
  * Arrivals are periodic by default (one every 1/rate seconds, as the benchmark has always
  * measured). Poisson arrivals are the option that rules out any coupling between a periodic
  * schedule and the upstream's shared ticker of the same period; on this project's machine the two
- * gave the same picture, because the ticker drifts over the cycle (docs/performance.md, "Where a
- * stream's first byte waits").
+ * gave the same picture, because the ticker drifts over the cycle.
  */
 export async function openLoopStreams(
   target: Target,

@@ -3,7 +3,7 @@ import { streamOnce, type StreamOutcome } from '../drivers/streaming.ts';
 import { ALIAS } from '../support/payloads.ts';
 import { peakRssMB, resetPeakRss, rssMB } from '../support/process.ts';
 import { sleep } from '../support/stats.ts';
-import type { Target } from '../support/target.ts';
+import { proxyPids, type Target } from '../support/target.ts';
 
 export interface SlowStreamsOptions {
   streams: number;
@@ -63,11 +63,13 @@ async function gatewayGauges(adminOrigin: string): Promise<GatewayGauges> {
  * once. Every stream must still arrive complete.
  */
 export async function slowStreams(target: Target, options: SlowStreamsOptions): Promise<SlowStreamsResult> {
-  if (target.pid === undefined) throw new Error('the memory row needs a proxy process');
-  const pid = target.pid;
+  const pids = proxyPids(target);
+  if (pids.length === 0) throw new Error('the memory row needs a proxy process');
+  // A proxy of several processes (nginx's master and worker) is the sum of their RSS.
+  const rss = (): number => pids.reduce((sum, pid) => sum + rssMB(pid), 0);
   const pool = new Pool(target.origin, { connections: options.streams + 16, keepAliveTimeout: 60_000 });
-  const idleRss = rssMB(pid);
-  resetPeakRss(pid);
+  const idleRss = rss();
+  for (const pid of pids) resetPeakRss(pid);
   let started = 0;
   let ended = 0;
   const outcomes: Promise<StreamOutcome>[] = [];
@@ -103,13 +105,13 @@ export async function slowStreams(target: Target, options: SlowStreamsOptions): 
     const inFlight = started - ended;
     maxOpen = Math.max(maxOpen, inFlight);
     if (inFlight >= full) {
-      heldRss = Math.max(heldRss, rssMB(pid));
+      heldRss = Math.max(heldRss, rss());
       if (target.adminOrigin && gateway === undefined) gateway = await gatewayGauges(target.adminOrigin);
     }
     await sleep(50);
   }
   const settled = await Promise.all(outcomes);
-  const peakRss = peakRssMB(pid);
+  const peakRss = pids.reduce((sum, pid) => sum + peakRssMB(pid), 0);
   await pool.close();
   const complete = settled.filter((outcome) => outcome.complete).length;
   return {

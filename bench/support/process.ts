@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root (bench/ is one level below it). */
@@ -8,9 +8,9 @@ export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export type LogLine = Record<string, unknown> & { msg?: string };
 
 /**
- * A program the benchmark started: a gateway, the floor proxy or the upstream. Its stdout and
- * stderr are drained continuously (a full pipe would stall it) and parsed as JSON lines, so the
- * harness can wait for `listening` lines and count `configuration reloaded` lines.
+ * A program the benchmark started: a gateway, the floor proxy, the upstream or a baseline. Its
+ * stdout and stderr are drained continuously (a full pipe would stall it) and parsed as JSON lines,
+ * so the harness can wait for `listening` lines and count `configuration reloaded` lines.
  */
 export interface Service {
   readonly name: string;
@@ -19,6 +19,8 @@ export interface Service {
   waitForLine(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
   /** How many JSON lines matched the predicate so far (only lines kept by `keep`). */
   count(predicate: (line: LogLine) => boolean): number;
+  /** Whether the process has not exited yet. */
+  isRunning(): boolean;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once exited. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -31,38 +33,66 @@ export interface SpawnOptions {
   keep?: (line: LogLine) => boolean;
   /** Called with every line that is not JSON (e.g. `--trace-gc` output). */
   onText?: (line: string) => void;
+  /**
+   * Run the program in a process group of its own and signal the whole group: for programs that
+   * fork workers (nginx), so a master killed on the benchmark's exit does not leave a worker
+   * listening.
+   */
+  group?: boolean;
 }
 
 const KEEP_LIMIT = 10_000;
 
 /**
- * Every child still running. If the benchmark exits early (an error, Ctrl-C), they are killed
- * with it instead of being left listening.
+ * Every child still running, and whether it leads a process group. If the benchmark exits early
+ * (an error, Ctrl-C), they are killed with it instead of being left listening.
  */
-const running = new Set<ChildProcess>();
+const running = new Map<ChildProcess, boolean>();
 process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
+  for (const [child, group] of running) signalChild(child, group, 'SIGKILL');
 });
+
+function signalChild(child: ChildProcess, group: boolean, name: NodeJS.Signals): void {
+  try {
+    if (group && child.pid !== undefined) process.kill(-child.pid, name);
+    else child.kill(name);
+  } catch {
+    // already gone
+  }
+}
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => process.exit(130));
 }
 
+/** A Node.js script run with this process's Node.js binary. */
 export function spawnService(
   name: string,
   script: string,
   args: string[],
   options: SpawnOptions = {},
 ): Service {
-  const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), script, ...args], {
+  return spawnProgram(name, process.execPath, [...(options.nodeArgs ?? []), script, ...args], options);
+}
+
+/** Any program (`nodeArgs` is not used). */
+export function spawnProgram(
+  name: string,
+  file: string,
+  args: string[],
+  options: Omit<SpawnOptions, 'nodeArgs'> = {},
+): Service {
+  const group = options.group ?? false;
+  const proc = spawn(file, args, {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group,
   });
   if (proc.pid === undefined) throw new Error(`${name}: spawn failed`);
   const lines: LogLine[] = [];
   let text = '';
   const waiters: { predicate: (line: LogLine) => boolean; resolve: (line: LogLine) => void }[] = [];
-  running.add(proc);
+  running.set(proc, group);
   const keep = options.keep ?? (() => true);
 
   const onLine = (raw: string): void => {
@@ -138,10 +168,11 @@ export function spawnService(
       });
     },
     count: (predicate) => lines.filter(predicate).length,
+    isRunning: () => !hasExited,
     async stop(graceMs = 10_000) {
       if (hasExited) return;
-      proc.kill('SIGTERM');
-      const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      signalChild(proc, group, 'SIGTERM');
+      const timer = setTimeout(() => signalChild(proc, group, 'SIGKILL'), graceMs);
       await exited;
       clearTimeout(timer);
     },
@@ -164,6 +195,22 @@ function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
   if (!match) throw new Error(`/proc/${pid}/status has no ${field}`);
   return Number(match[1]);
+}
+
+/** The processes whose parent is `pid` (an nginx master's workers), from /proc. */
+export function childPids(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the parenthesised command name: state, then the parent's pid.
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // exited while listing
+    }
+  }
+  return children;
 }
 
 /** Resident set size now, in MB (10^6 bytes, the unit of the budget; /proc reports KiB). */

@@ -34,3 +34,31 @@ export async function waitForQuiet(
   while (load > thresholdCores && performance.now() < deadline) load = await otherLoad(ownPids);
   return load;
 }
+
+/**
+ * Waits (at most `maxSeconds`) until the given processes of our own use less than `thresholdCores`
+ * together: a proxy that fell behind in its window (an open loop above what it can serve) goes on
+ * working through its backlog, and would take the cores from the next proxy's window. Returns the
+ * last load seen.
+ */
+export async function waitForIdle(
+  pids: readonly number[],
+  maxSeconds: number,
+  thresholdCores = 0.05,
+): Promise<number> {
+  const busy = (): number =>
+    pids.reduce((total, pid) => {
+      try {
+        return total + cpuSeconds(pid);
+      } catch {
+        return total;
+      }
+    }, 0);
+  const deadline = performance.now() + maxSeconds * 1000;
+  for (;;) {
+    const before = busy();
+    await sleep(250);
+    const load = (busy() - before) / 0.25;
+    if (load < thresholdCores || performance.now() >= deadline) return load;
+  }
+}
