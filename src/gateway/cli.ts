@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigLoadError, createGateway } from './gateway.js';
+import { ListenError } from './http/listen.js';
 import { gatewayOptionDefinitions, sharedStateUrlProblem, type GatewayOptions } from './options.js';
 import { createLogger } from './telemetry/logger.js';
 import { startTracing } from './telemetry/tracing.js';
@@ -130,7 +131,11 @@ async function serve(options: GatewayOptions): Promise<void> {
   try {
     await gateway.listen();
   } catch (error) {
-    logger.fatal({ err: error }, 'cannot start listeners');
+    if (error instanceof ListenError) {
+      const { listener, host, port, code } = error;
+      logger.fatal({ listener, host, port, code, reason: error.message }, 'cannot start listeners');
+      process.stderr.write(`gateway: ${error.message}\n`);
+    } else logger.fatal({ err: error }, 'cannot start listeners');
     process.exit(EXIT_RUNTIME);
   }
   logger.info({ version: packageVersion(), pid: process.pid }, 'gateway started');

@@ -1,6 +1,3 @@
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { compileRuntime, type CompiledTable } from './config/compile.js';
 import { loadConfigFile, parseConfigText } from './config/load.js';
 import type { ConfigIssue } from './config/issues.js';
@@ -10,6 +7,7 @@ import { AimdMetrics } from './balance/aimd-metrics.js';
 import { AimdRegistry } from './balance/aimd-registry.js';
 import { createAdminServer } from './http/admin-server.js';
 import { ConnectionTracker } from './http/connection-tracker.js';
+import { listenOn } from './http/listen.js';
 import { createProxyServer } from './http/proxy-server.js';
 import { UpstreamClient } from './http/upstream.js';
 import { LifecycleState } from './lifecycle/phase.js';
@@ -193,8 +191,8 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
       return runtime;
     },
     async listen() {
-      const port = await listenOn(proxyServer, options.host, options.port);
-      adminPort = await listenOn(adminServer, options.host, options.metricsPort);
+      const port = await listenOn(proxyServer, 'proxy', options.host, options.port);
+      adminPort = await listenOn(adminServer, 'admin', options.host, options.metricsPort);
       logger.info({ listener: 'proxy', host: options.host, port }, 'listening');
       logger.info(
         { listener: 'admin', host: options.host, port: adminPort, metrics: options.metrics },
@@ -279,10 +277,4 @@ async function openSharedLimits(
     );
   }
   return store;
-}
-
-async function listenOn(server: Server, host: string, port: number): Promise<number> {
-  server.listen({ host, port });
-  await once(server, 'listening');
-  return (server.address() as AddressInfo).port;
 }

@@ -76,7 +76,9 @@ function buildProgram(): Command {
         log,
       );
       if (!result.ok) {
-        log.fatal({ error: result.message }, `startup failed: ${result.message}`);
+        // The structured line for log collectors, and one line a person reads on the terminal.
+        log.fatal({ error: result.message }, 'startup failed');
+        process.stderr.write(`sim: ${result.message}\n`);
         process.exit(EXIT_STARTUP);
       }
       const shutdown = (signal: NodeJS.Signals): void => {

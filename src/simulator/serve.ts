@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { describeListenError } from '../lib/listen-error.js';
 import { loadModels } from './config/load.js';
 import { Engine } from './engine/engine.js';
 import { formatFault } from './faults/modes.js';
@@ -75,7 +76,16 @@ export async function serve(options: ServeOptions, log: Logger): Promise<ServeRe
   const server = createSimServer(context);
   const listening = await new Promise<{ ok: true } | { ok: false; message: string }>((resolve) => {
     server.once('error', (err) =>
-      resolve({ ok: false, message: `cannot listen on ${options.host}:${options.port}: ${err.message}` }),
+      resolve({
+        ok: false,
+        message: describeListenError(err, {
+          listener: '',
+          host: options.host,
+          port: options.port,
+          portOption: '--port',
+          hostOption: '--host',
+        }),
+      }),
     );
     server.listen(options.port, options.host, () => resolve({ ok: true }));
   });

@@ -1,4 +1,5 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +20,13 @@ async function run(
   const program = spawnProgram('gateway', args, { env });
   const { code } = await program.exited;
   return { code, text: program.text() + program.logs.map((l) => JSON.stringify(l)).join('\n') };
+}
+
+/** A loopback port another program holds. */
+async function occupyPort(): Promise<{ server: Server; port: number }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as { port: number }).port };
 }
 
 const VALID = { targets: { m: { url: 'http://127.0.0.1:1/v1' } } };
@@ -136,6 +144,39 @@ describe('gateway command line', () => {
       await gateway.stop();
     }
   });
+
+  it.each([
+    ['proxy', '--port', '--port or GATEWAY_PORT'],
+    ['admin', '--metrics-port', '--metrics-port or GATEWAY_METRICS_PORT'],
+  ])(
+    'a port in use by the %s listener is one line naming it and its options, plus the log line, exit 1',
+    async (listener, flag, options) => {
+      const taken = await occupyPort();
+      try {
+        const path = await tempConfig(VALID);
+        const ports = { '--port': '0', '--metrics-port': '0', [flag]: String(taken.port) };
+        const program = spawnProgram('gateway', [
+          '-f',
+          path,
+          '--host',
+          '127.0.0.1',
+          ...Object.entries(ports).flat(),
+        ]);
+        expect((await program.exited).code).toBe(1);
+        expect(program.text()).toBe(
+          `gateway: port ${taken.port} is already in use (${listener} listener); choose another with ${options}\n`,
+        );
+        expect(program.logs.find((l) => l.level === 'fatal')).toMatchObject({
+          msg: 'cannot start listeners',
+          listener,
+          port: taken.port,
+          code: 'EADDRINUSE',
+        });
+      } finally {
+        taken.server.close();
+      }
+    },
+  );
 
   it('refuses to start on an invalid configuration, printing every error with its path, exit 2', async () => {
     const path = await tempConfig({ targets: { m: { urll: 'http://x' }, n: { url: 'not a url' } } });

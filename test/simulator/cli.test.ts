@@ -1,8 +1,16 @@
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ROOT, spawnProgram } from '../helpers/process.js';
 import { startSim } from '../helpers/sim.js';
 import { getJson, writeModels, zeroLatencyModel } from './support.js';
+
+/** A loopback port another program holds. */
+async function occupyPort(): Promise<{ server: Server; port: number }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as { port: number }).port };
+}
 
 const VERSION = (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version: string }).version;
 
@@ -31,15 +39,32 @@ describe('sim command line', () => {
     const program = spawnProgram('sim', ['serve', '--port', '0', '--model', files[0]!]);
     expect((await program.exited).code).toBe(1);
     const fatal = program.logs.find((l) => l.level === 'fatal');
-    expect(String(fatal?.msg)).toContain(files[0]!);
-    expect(String(fatal?.msg)).toContain('unknown key "latency.decode_msec"');
+    expect(String(fatal?.error)).toContain(files[0]!);
+    expect(String(fatal?.error)).toContain('unknown key "latency.decode_msec"');
+    // The same, once, as a line for the person at the terminal.
+    expect(program.text()).toBe(`sim: ${String(fatal?.error)}\n`);
+  });
+
+  it('a port in use is one line naming the port and --port, and the structured log line, exit 1', async () => {
+    const taken = await occupyPort();
+    try {
+      const program = spawnProgram('sim', ['serve', '--host', '127.0.0.1', '--port', String(taken.port)]);
+      expect((await program.exited).code).toBe(1);
+      expect(program.text()).toBe(`sim: port ${taken.port} is already in use; choose another with --port\n`);
+      expect(program.logs.find((l) => l.level === 'fatal')).toMatchObject({
+        msg: 'startup failed',
+        error: `port ${taken.port} is already in use; choose another with --port`,
+      });
+    } finally {
+      taken.server.close();
+    }
   });
 
   it('fails startup on an invalid [fault] block', async () => {
     const { files } = writeModels({ 'f.toml': 'name = "x"\n[fault]\nmode = "explode"\n' });
     const program = spawnProgram('sim', ['serve', '--port', '0', '--model', files[0]!]);
     expect((await program.exited).code).toBe(1);
-    expect(String(program.logs.find((l) => l.level === 'fatal')?.msg)).toContain('fault.mode');
+    expect(String(program.logs.find((l) => l.level === 'fatal')?.error)).toContain('fault.mode');
   });
 
   it('logs the loaded models and the actual port, serves them, and exits 0 on SIGTERM', async () => {
