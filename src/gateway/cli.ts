@@ -22,11 +22,7 @@ function buildProgram(): Command {
     `
 Environment variables are read when the flag is not given (flag > environment > default).
 Boolean flags take an optional value: --watch, --watch true, --watch false.
-
-Commands:
-  gateway validate <file>      check a configuration file; exit 0 when valid, 1 with every error
-    [--skip-references]        ... without reading the key files and variables it references
-  gateway schema [--markdown]  print the configuration JSON Schema (or the Markdown field reference)
+\`gateway <command> --help\` describes a command's options.
 
 Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listener error),
 2 usage or configuration error.`,
@@ -34,7 +30,9 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
 
   program
     .command('validate <file>')
-    .description('validate a configuration file and print every error with its JSON path')
+    .description(
+      'check a configuration file: exit 0 when valid, 1 with every error and its JSON path (--skip-references: without reading the key files and variables it references)',
+    )
     .option(
       '--skip-references',
       'check key references (from_file, from_env) for their shape only, reading no key file or variable',
@@ -49,7 +47,7 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
 
   program
     .command('schema')
-    .description('print the JSON Schema of the configuration file')
+    .description('print the JSON Schema of the configuration file (--markdown: the Markdown field reference)')
     .option('--markdown', 'print the generated Markdown field reference instead')
     .action(async (opts: { markdown?: boolean }) => {
       const { runSchema } = await import('./commands/schema.js');

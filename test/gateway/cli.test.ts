@@ -70,6 +70,18 @@ describe('gateway command line', () => {
     expect(flat).toContain('default: 65536');
   });
 
+  it.each([[['--help']], [['validate', '--help']], [['schema', '--help']]])(
+    '%j prints each section once',
+    async (args) => {
+      const { code, text } = await run(args);
+      expect(code).toBe(0);
+      const headers = text.split('\n').filter((line) => /^[A-Z][A-Za-z ]*:/.test(line));
+      const names = headers.map((line) => line.slice(0, line.indexOf(':')));
+      expect(names.length).toBeGreaterThan(1);
+      expect(names).toEqual([...new Set(names)]);
+    },
+  );
+
   it('--version prints the package version', async () => {
     const { code, text } = await run(['--version']);
     expect(code).toBe(0);

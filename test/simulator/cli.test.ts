@@ -21,6 +21,21 @@ describe('sim command line', () => {
     expect(program.text().trim()).toBe(VERSION);
   });
 
+  it.each([[['--help']], [['serve', '--help']], [['help', 'serve']]])(
+    '%j prints each section once',
+    async (args) => {
+      const program = spawnProgram('sim', args);
+      expect((await program.exited).code).toBe(0);
+      const headers = program
+        .text()
+        .split('\n')
+        .filter((line) => /^[A-Z][A-Za-z ]*:/.test(line));
+      const names = headers.map((line) => line.slice(0, line.indexOf(':')));
+      expect(names.length).toBeGreaterThan(1);
+      expect(names).toEqual([...new Set(names)]);
+    },
+  );
+
   it.each([
     [['serve', '--bogus']],
     [['serve', '--port', 'eighty']],
