@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { formatIssue } from './config/issues.js';
 import { ConfigLoadError, createGateway } from './gateway.js';
 import { ListenError } from './http/listen.js';
 import { gatewayOptionDefinitions, sharedStateUrlProblem, type GatewayOptions } from './options.js';
@@ -103,12 +104,9 @@ async function serve(options: GatewayOptions): Promise<void> {
     gateway = await createGateway(options, { logger });
   } catch (error) {
     if (error instanceof ConfigLoadError) {
-      logger.fatal(
-        { file: error.file, errors: error.issues.map((i) => `${i.path}: ${i.message}`) },
-        error.message,
-      );
-      for (const issue of error.issues)
-        process.stderr.write(`${error.file}: ${issue.path}: ${issue.message}\n`);
+      const errors = error.issues.map(formatIssue);
+      logger.fatal({ file: error.file, errors }, error.message);
+      for (const line of errors) process.stderr.write(`${error.file}: ${line}\n`);
       process.exit(EXIT_USAGE);
     }
     throw error;

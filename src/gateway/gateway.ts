@@ -1,6 +1,6 @@
 import { compileRuntime, type CompiledTable } from './config/compile.js';
 import { loadConfigFile, parseConfigText } from './config/load.js';
-import type { ConfigIssue } from './config/issues.js';
+import { formatIssue, type ConfigIssue } from './config/issues.js';
 import { resolveLoaded, type SecretReferences } from './config/secrets.js';
 import { ConfigWatcher, type ConfigChange } from './config/watch.js';
 import { AimdMetrics } from './balance/aimd-metrics.js';
@@ -116,7 +116,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
           file: options.targets,
           hash: change.hash,
           changed: change.changed,
-          errors: compiledNext.issues.map((i) => `${i.path}: ${i.message}`),
+          errors: compiledNext.issues.map(formatIssue),
         },
         'configuration reload rejected; still serving the last good configuration',
       );

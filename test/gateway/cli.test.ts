@@ -224,6 +224,26 @@ describe('gateway validate and gateway schema', () => {
     expect(text).toContain('$.targets.m.rate_limit.requests_per_second');
   });
 
+  it('a YAML syntax error states its location once, in validate and at startup', async () => {
+    const path = await tempConfig('targets:\n  a:\n    url: [http://x\n  b: 1\n', 'bad.yaml');
+    const validate = await run(['validate', path]);
+    expect(validate.code).toBe(1);
+    expect(validate.text).toContain('YAML syntax error');
+    expect(validate.text.match(/line 4/g)).toHaveLength(1);
+
+    const program = spawnProgram('gateway', ['-f', path, '--port', '0', '--metrics-port', '0']);
+    expect((await program.exited).code).toBe(2);
+    // One line on stderr for the person, and the structured line: each says where, once.
+    const human = program.text().trim().split('\n');
+    expect(human).toHaveLength(1);
+    expect(human[0]).toContain(`${path}: `);
+    expect(human[0]).toContain('YAML syntax error');
+    expect(human[0]!.match(/line 4/g)).toHaveLength(1);
+    const fatal = program.logs.find((l) => l.level === 'fatal');
+    expect(fatal?.errors).toHaveLength(1);
+    expect(String((fatal?.errors as string[])[0]).match(/line 4/g)).toHaveLength(1);
+  });
+
   it('schema prints the JSON Schema; --markdown prints the field reference in docs/configuration.md', async () => {
     const json = await run(['schema']);
     expect(json.code).toBe(0);

@@ -69,13 +69,10 @@ function failure(prefix: string, error: unknown): ParseOutcome {
   return { ok: false, issues: [{ path: '$', message: `${prefix}: ${message}` }] };
 }
 
+/** The position goes in `line` and `column` only: `formatIssue` states it, once. */
 function syntaxIssue(format: Format, message: string, at: { line: number; column: number }): ConfigIssue {
   const label = format === 'json' ? 'JSON' : 'YAML';
-  return {
-    path: '$',
-    message: `${label} syntax error at line ${at.line}, column ${at.column}: ${message}`,
-    ...at,
-  };
+  return { path: '$', message: `${label} syntax error: ${message}`, ...at };
 }
 
 function parseYaml(text: string): ParseOutcome {
