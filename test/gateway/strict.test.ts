@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /**
@@ -198,6 +198,31 @@ describe('strict endpoints (spec 4.5)', () => {
     expect(
       (await post('/v1/chat/completions', chat('keyed'), { authorization: 'Bearer client-key' })).status,
     ).toBe(200);
+  });
+});
+
+describe('strict authentication errors', () => {
+  it('a wrong or missing key gets the 401 row of the standardization table, counted as invalid_api_key', async () => {
+    const before = metricValue(await gateway.metrics(), 'gateway_rejections_total', {
+      model: 'keyed',
+      status: '401',
+      code: 'invalid_api_key',
+    });
+    const wrong = await post('/v1/chat/completions', chat('keyed'), { authorization: 'Bearer not-the-key' });
+    const missing = await post('/v1/chat/completions', chat('keyed'));
+    for (const reply of [wrong, missing]) {
+      expect(reply.status).toBe(401);
+      expect(JSON.parse(reply.text)).toEqual({
+        error: { message: 'Authentication failed', type: 'authentication_error', param: null, code: null },
+      });
+    }
+    const after = metricValue(await gateway.metrics(), 'gateway_rejections_total', {
+      model: 'keyed',
+      status: '401',
+      code: 'invalid_api_key',
+    });
+    expect((after ?? 0) - (before ?? 0)).toBe(2);
+    expect(up.requests).toHaveLength(0);
   });
 });
 

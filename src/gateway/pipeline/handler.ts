@@ -17,7 +17,7 @@ import { listModels } from './models.js';
 import { BODY_TOO_LARGE, readBody } from './read-body.js';
 import { isAdminPath } from './no-alias.js';
 import { resolveAlias } from './resolve.js';
-import { runStrictChecks } from './strict-checks.js';
+import { runStrictChecks, strictStatusError } from './strict-checks.js';
 import { planRequestReasoning } from './reasoning.js';
 import { endServerSpan, setRequestInfo, startServerSpan } from '../telemetry/tracing.js';
 import { standardErrorBody, strictEndpointForPath } from '../strict/index.js';
@@ -36,6 +36,12 @@ function strictNotFound(path: string, adminPort: number): GatewayError {
     param: null,
     rejection: true,
   };
+}
+
+/** The 401 of a refused key: in strict mode, the standardization table's (spec 7.2). */
+function unauthorized(ctx: RequestContext): GatewayError {
+  const error = gatewayErrors.unauthorized();
+  return ctx.table.strictMode ? strictStatusError(error.status, error.code!) : error;
 }
 
 export interface HandlerDeps {
@@ -170,7 +176,7 @@ function proceed(ctx: RequestContext, deps: StageDeps): void {
     if (unresolved) return reject(ctx, unresolved, deps);
 
     setRequestInfo(ctx.span, ctx.model, ctx.traffic);
-    if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
+    if (!authenticate(ctx)) return reject(ctx, unauthorized(ctx), deps);
 
     const admitted = admit(ctx);
     if (isPromise(admitted)) {
