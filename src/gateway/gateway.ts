@@ -26,7 +26,11 @@ export class ConfigLoadError extends Error {
   readonly issues: ConfigIssue[];
 
   constructor(file: string, issues: ConfigIssue[]) {
-    super(`${file}: invalid configuration (${issues.length} error${issues.length === 1 ? '' : 's'})`);
+    super(
+      issues.length === 1 && issues[0]!.unreadable === true
+        ? `${file}: cannot read the configuration file`
+        : `${file}: invalid configuration (${issues.length} error${issues.length === 1 ? '' : 's'})`,
+    );
     this.file = file;
     this.issues = issues;
   }

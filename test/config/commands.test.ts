@@ -84,7 +84,7 @@ describe('validate', () => {
   it('reports an unreadable file', async () => {
     const { code, err } = await validate(join(dir, 'absent.json'));
     expect(code).toBe(1);
-    expect(err).toContain(`$: cannot read ${join(dir, 'absent.json')}: no such file`);
+    expect(err).toBe(`${join(dir, 'absent.json')}: 1 problem\ncannot read the file: no such file\n`);
   });
 });
 

@@ -32,6 +32,10 @@ describe('formatIssue', () => {
     expect(formatIssue({ path: '$.a', message: 'is required', line: 3, column: 5 })).toBe(
       '$.a: is required (line 3, column 5)',
     );
+    // The whole document needs no path.
+    expect(formatIssue({ path: '$', message: 'YAML syntax error: x', line: 2, column: 1 })).toBe(
+      'YAML syntax error: x (line 2, column 1)',
+    );
   });
 });
 

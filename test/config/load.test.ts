@@ -269,13 +269,13 @@ describe('loadConfigFile', () => {
   it('reports a missing file as an issue', async () => {
     const path = join(dir, 'missing.yaml');
     expect(issues(await loadConfigFile(path))).toEqual([
-      { path: '$', message: `cannot read ${path}: no such file` },
+      { path: '$', message: 'cannot read the file: no such file', unreadable: true },
     ]);
   });
 
   it('reports a directory as an issue', async () => {
     expect(issues(await loadConfigFile(dir))).toEqual([
-      { path: '$', message: `cannot read ${dir}: it is a directory` },
+      { path: '$', message: 'cannot read the file: it is a directory', unreadable: true },
     ]);
   });
 
@@ -283,7 +283,7 @@ describe('loadConfigFile', () => {
     const path = join(dir, 'latin1.yaml');
     await writeFile(path, Buffer.from([0x74, 0x3a, 0x20, 0xe9, 0x0a]));
     expect(issues(await loadConfigFile(path))).toEqual([
-      { path: '$', message: `cannot read ${path}: the file is not valid UTF-8` },
+      { path: '$', message: 'the file is not valid UTF-8' },
     ]);
   });
 

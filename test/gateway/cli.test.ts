@@ -190,6 +190,25 @@ describe('gateway command line', () => {
     },
   );
 
+  it('a configuration file that cannot be read is one line saying so, where it was looked for, exit 2', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-cli-'));
+    const missing = spawnProgram('gateway', ['-f', 'missing.yaml', '--port', '0', '--metrics-port', '0'], {
+      cwd: dir,
+    });
+    expect((await missing.exited).code).toBe(2);
+    expect(missing.text()).toBe(
+      `missing.yaml: cannot read the file (${join(dir, 'missing.yaml')}): no such file\n`,
+    );
+    expect(missing.logs.find((l) => l.level === 'fatal')?.msg).toBe(
+      'missing.yaml: cannot read the configuration file',
+    );
+
+    const directory = await run(['-f', dir, '--port', '0', '--metrics-port', '0']);
+    expect(directory.code).toBe(2);
+    expect(directory.text).toContain(`${dir}: cannot read the file: it is a directory\n`);
+    expect(directory.text).not.toContain('invalid configuration');
+  });
+
   it('refuses to start on an invalid configuration, printing every error with its path, exit 2', async () => {
     const path = await tempConfig({ targets: { m: { urll: 'http://x' }, n: { url: 'not a url' } } });
     const { code, text } = await run(['-f', path, '--port', '0', '--metrics-port', '0']);

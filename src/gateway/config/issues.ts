@@ -18,6 +18,8 @@ export interface ConfigIssue {
   /** 1-based position in the source text, when it could be located. */
   line?: number;
   column?: number;
+  /** The file itself could not be read: nothing is known about its content. */
+  unreadable?: true;
 }
 
 export type PathSegment = string | number;
@@ -386,7 +388,9 @@ export function toConfigIssues(issues: readonly z.core.$ZodIssue[], root: z.core
 }
 
 /** `<path>: <message>`, with the source position when known: the form the validate command prints. */
+/** `path: message (line L, column C)`; an issue of the whole document (`$`) is its message alone. */
 export function formatIssue(issue: ConfigIssue): string {
   const at = issue.line !== undefined ? ` (line ${issue.line}, column ${issue.column ?? 1})` : '';
-  return `${issue.path}: ${issue.message}${at}`;
+  const path = issue.path === '$' ? '' : `${issue.path}: `;
+  return `${path}${issue.message}${at}`;
 }

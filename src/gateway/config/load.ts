@@ -5,9 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
+import { extname, isAbsolute, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { fsReason } from '../../lib/fs-reason.js';
 import { findDuplicateKeys } from './json-duplicates.js';
 import { jsonErrorOffset } from './json-error.js';
 import { collectIssues, configErrorMap, formatPath, type ConfigIssue, type PathSegment } from './issues.js';
@@ -259,27 +260,17 @@ export async function loadConfigFile(path: string): Promise<ConfigResult> {
   try {
     bytes = await readFile(path);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const reason =
-      code === 'ENOENT'
-        ? 'no such file'
-        : code === 'EISDIR'
-          ? 'it is a directory'
-          : code === 'EACCES'
-            ? 'permission denied'
-            : error instanceof Error
-              ? error.message
-              : String(error);
-    return { ok: false, issues: [{ path: '$', message: `cannot read ${path}: ${reason}` }] };
+    // The caller names the file; a relative name is resolved here, since the working directory is
+    // often not the one the person had in mind.
+    const resolved = isAbsolute(path) ? '' : ` (${resolve(path)})`;
+    const message = `cannot read the file${resolved}: ${fsReason(error)}`;
+    return { ok: false, issues: [{ path: '$', message, unreadable: true }] };
   }
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    return {
-      ok: false,
-      issues: [{ path: '$', message: `cannot read ${path}: the file is not valid UTF-8` }],
-    };
+    return { ok: false, issues: [{ path: '$', message: 'the file is not valid UTF-8' }] };
   }
   return parseDecoded(text, path, sha256Hex(bytes));
 }
