@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, spawnProgram } from '../helpers/process.js';
 import { startSim } from '../helpers/sim.js';
@@ -73,6 +74,21 @@ describe('sim command line', () => {
     } finally {
       taken.server.close();
     }
+  });
+
+  it('a model file with a TOML syntax error, or missing, is one line with the file and where, exit 1', async () => {
+    const { files, dir } = writeModels({ 'broken.toml': 'name = "x"\n[latency\n' });
+    const broken = spawnProgram('sim', ['serve', '--port', '0', '--model', files[0]!]);
+    expect((await broken.exited).code).toBe(1);
+    expect(broken.text()).toBe(
+      `sim: ${files[0]!}: invalid TOML at line 2, column 9: illegal character in key\n`,
+    );
+
+    const missing = spawnProgram('sim', ['serve', '--port', '0', '--model', 'absent.toml'], { cwd: dir });
+    expect((await missing.exited).code).toBe(1);
+    expect(missing.text()).toBe(
+      `sim: ${join(dir, 'absent.toml')}: cannot read the model file: no such file\n`,
+    );
   });
 
   it('fails startup on an invalid [fault] block', async () => {

@@ -1,7 +1,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parse as parseToml } from 'smol-toml';
+import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
+import { fsReason } from '../../lib/fs-reason.js';
 import type { FaultSpec } from '../faults/modes.js';
 import { modelFileSchema, type LatencyConfig } from './schema.js';
 
@@ -37,7 +38,7 @@ export function loadModels(files: string[], dir: string | undefined): LoadResult
     try {
       entries = readdirSync(dir).filter((entry) => entry.endsWith('.toml'));
     } catch (err) {
-      return { ok: false, message: `${dir}: cannot read the models directory (${errorText(err)})` };
+      return { ok: false, message: `${dir}: cannot read the models directory: ${fsReason(err)}` };
     }
     if (entries.length === 0) return { ok: false, message: `${dir}: no .toml model files in the directory` };
     paths.push(...entries.sort().map((entry) => resolve(join(dir, entry))));
@@ -69,7 +70,7 @@ export function loadModelFile(
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    return { ok: false, message: `${path}: cannot read the model file (${errorText(err)})` };
+    return { ok: false, message: `${path}: cannot read the model file: ${fsReason(err)}` };
   }
   return parseModelToml(text, path);
 }
@@ -82,7 +83,7 @@ export function parseModelToml(
   try {
     raw = parseToml(text);
   } catch (err) {
-    return { ok: false, message: `${path}: invalid TOML: ${errorText(err).split('\n')[0]}` };
+    return { ok: false, message: `${path}: ${tomlErrorText(err)}` };
   }
   const parsed = modelFileSchema.safeParse(raw);
   if (!parsed.success) return { ok: false, message: `${path}: ${describeIssues(parsed.error.issues)}` };
@@ -119,6 +120,12 @@ function toModel(file: ReturnType<typeof modelFileSchema.parse>, source: string)
   };
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+/**
+ * The parser's complaint with its position: its message's first line (the rest is a code excerpt
+ * that a one-line startup error cannot carry) without the parser's own prefix.
+ */
+function tomlErrorText(err: unknown): string {
+  if (!(err instanceof TomlError)) return `invalid TOML: ${err instanceof Error ? err.message : String(err)}`;
+  const reason = err.message.split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+  return `invalid TOML at line ${err.line}, column ${err.column}: ${reason}`;
 }
