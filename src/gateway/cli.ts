@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { formatIssue } from './config/issues.js';
+import { closestMatch } from './config/suggest.js';
 import { ConfigLoadError, createGateway } from './gateway.js';
 import { ListenError } from './http/listen.js';
 import { gatewayOptionDefinitions, sharedStateUrlProblem, type GatewayOptions } from './options.js';
@@ -55,7 +56,19 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
       process.exitCode = runSchema(opts.markdown ? 'markdown' : 'json', process.stdout);
     });
 
-  program.action(async (opts: Partial<GatewayOptions>) => {
+  program.allowExcessArguments(true).action(async (opts: Partial<GatewayOptions>, command: Command) => {
+    // A word that names no command reaches the server's action as an argument; commander would call
+    // it one argument too many.
+    const [word] = command.args;
+    if (word !== undefined) {
+      const names = program.commands.map((c) => c.name());
+      const suggestion = closestMatch(word, names);
+      throw new CommanderError(
+        EXIT_USAGE,
+        'gateway.unknownCommand',
+        `error: unknown command '${word}'${suggestion === undefined ? '' : ` (did you mean ${suggestion}?)`}; commands: ${names.join(', ')}`,
+      );
+    }
     if (!opts.targets) {
       throw new CommanderError(
         EXIT_USAGE,

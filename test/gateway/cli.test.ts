@@ -102,6 +102,8 @@ describe('gateway command line', () => {
       'must not exceed --request-timeout-secs',
     ],
     [['--no-such-flag'], "unknown option '--no-such-flag'"],
+    [['frobnicate'], "unknown command 'frobnicate'; commands: validate, schema"],
+    [['valdate'], "unknown command 'valdate' (did you mean validate?)"],
   ])('rejects %j with exit code 2 and a clear message', async (args, message) => {
     const path = await tempConfig(VALID);
     const { code, text } = await run(['-f', path, ...args]);
