@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
@@ -88,6 +88,8 @@ describe('entriesBehind', () => {
     expect(entriesBehind(join(dir, 'absolute'))).toEqual(['absolute', 'plain']);
     expect(entriesBehind(join(dir, 'outside'))).toEqual(['outside']);
     expect(entriesBehind(join(dir, 'missing'))).toEqual(['missing']);
+    // A relative name (`-f config.yaml`) is resolved before its link is compared with its directory.
+    expect(entriesBehind(relative(process.cwd(), join(dir, 'team-a')))).toEqual(['team-a', '..data']);
   });
 });
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, spawnGateway, startGateway, type StartedGateway } from '../helpers/gateway.js';
-import { ROOT } from '../helpers/process.js';
+import { ROOT, spawnProgram } from '../helpers/process.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let upstream: RecordingUpstream;
@@ -97,6 +97,36 @@ describe('hot reload', () => {
       await eventuallyStatus(gateway, 'swapped', 200);
       await sleep(600); // past the debounce: a second reload of the same content would show now
       expect(program.logs.filter((l) => l.msg === 'configuration reloaded')).toHaveLength(1);
+    } finally {
+      await program.kill();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('follows the ..data swap when the file is named relative to the working directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gateway-configmap-relative-'));
+    await mkdir(join(dir, '..2026_01_01_00_00_00.000000001'));
+    await writeFile(
+      join(dir, '..2026_01_01_00_00_00.000000001', 'config.json'),
+      JSON.stringify(configWith(['a'])),
+    );
+    await symlink('..2026_01_01_00_00_00.000000001', join(dir, '..data'));
+    await symlink('..data/config.json', join(dir, 'config.json'));
+    const program = spawnProgram(
+      'gateway',
+      ['-f', 'config.json', '--host', '127.0.0.1', '--port', '0', '--metrics-port', '0'],
+      { cwd: dir, env: { GATEWAY_SHUTDOWN_DELAY_SECS: '0', GATEWAY_CONFIG_POLL_SECS: '60' } },
+    );
+    try {
+      const listening = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
+      const gateway = { url: `http://127.0.0.1:${String(listening.port)}` };
+      const ts2 = join(dir, '..2026_01_01_00_01_00.000000002');
+      await mkdir(ts2);
+      await writeFile(join(ts2, 'config.json'), JSON.stringify(configWith(['a', 'swapped'])));
+      await symlink('..2026_01_01_00_01_00.000000002', join(dir, '..data_tmp'));
+      await rename(join(dir, '..data_tmp'), join(dir, '..data'));
+      // Well within the 60 s poll: only the watcher can have seen it.
+      await eventuallyStatus(gateway, 'swapped', 200);
     } finally {
       await program.kill();
       await rm(dir, { recursive: true, force: true });

@@ -18,7 +18,8 @@ export function entriesBehind(path: string): string[] {
   } catch {
     return names; // not a symlink, or not there (yet)
   }
-  const dir = dirname(path);
+  // Absolute, so that a relative name (`-f config.yaml`) compares with the absolute target.
+  const dir = resolve(dirname(path));
   const absolute = isAbsolute(target) ? target : resolve(dir, target);
   const relative = absolute.startsWith(`${dir}/`) ? absolute.slice(dir.length + 1) : undefined;
   const first = relative?.split('/')[0];
