@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { requireNode } from './check-node.js';
+import { loadProgram, requireNode } from './preflight.js';
 
 requireNode('gateway');
-// Loaded only once the version is known to be enough (a static import would load it first).
-await import('../dist/gateway/cli.js');
+await loadProgram('gateway', new URL('../dist/gateway/cli.js', import.meta.url));

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { requireNode } from './check-node.js';
+import { loadProgram, requireNode } from './preflight.js';
 
 requireNode('sim');
-// Loaded only once the version is known to be enough (a static import would load it first).
-await import('../dist/simulator/cli.js');
+await loadProgram('sim', new URL('../dist/simulator/cli.js', import.meta.url));

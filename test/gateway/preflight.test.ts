@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/process.js';
 
 // Plain JavaScript without declarations (it must parse on any Node): typed here.
-const CHECK_NODE: string = '../../bin/check-node.js';
-const { MINIMUM_NODE } = (await import(CHECK_NODE)) as { MINIMUM_NODE: number[] };
+const PREFLIGHT: string = '../../bin/preflight.js';
+const { MINIMUM_NODE } = (await import(PREFLIGHT)) as { MINIMUM_NODE: number[] };
 
 function nodeVersion(executable: string): number[] | undefined {
   const result = spawnSync(executable, ['-p', 'process.versions.node'], { encoding: 'utf8' });
@@ -46,7 +47,7 @@ if (oldNode === undefined)
     `skipping the old-Node test: no Node older than ${MINIMUM_NODE.join('.')} on this machine\n`,
   );
 
-describe('the Node version check of bin/gateway.js and bin/sim.js', () => {
+describe('the checks of bin/gateway.js and bin/sim.js before they load anything', () => {
   it.skipIf(oldNode === undefined).each([
     ['gateway', ['--help']],
     ['sim', ['serve']],
@@ -79,5 +80,61 @@ describe('the Node version check of bin/gateway.js and bin/sim.js', () => {
       if (range !== undefined && !satisfies([...MINIMUM_NODE, 0], range)) refused.push(`${name} (${range})`);
     }
     expect(refused).toEqual([]);
+  });
+});
+
+/** A copy of the checkout's `bin/` and package.json, with `extra` entries of the checkout linked or copied in. */
+function partialCheckout(extra: { link?: string[]; copy?: string[] }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-checkout-'));
+  cpSync(join(ROOT, 'bin'), join(dir, 'bin'), { recursive: true });
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  for (const name of extra.link ?? []) symlinkSync(join(ROOT, name), join(dir, name));
+  for (const name of extra.copy ?? []) cpSync(join(ROOT, name), join(dir, name), { recursive: true });
+  return dir;
+}
+
+function runIn(dir: string, program: string, args: string[]) {
+  return spawnSync(process.execPath, [join(dir, 'bin', `${program}.js`), ...args], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+}
+
+describe('a checkout that is not built, or has no dependencies', () => {
+  it.each([
+    ['gateway', ['--help'], 'gateway/cli.js'],
+    ['sim', ['serve', '--port', '0'], 'simulator/cli.js'],
+  ])('%s without dist/ says to build it, exit 2', (program, args, entry) => {
+    const dir = partialCheckout({ link: ['node_modules'] });
+    try {
+      const result = runIn(dir, program, args);
+      expect(result.status).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe(
+        `${program} is not built: ${join(dir, 'dist', entry)} is missing. Run \`make build\` first.\n`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    ['gateway', ['--help']],
+    ['sim', ['serve', '--port', '0']],
+  ])('%s without node_modules/ says to install them, exit 2', (program, args) => {
+    // A copy of dist/, not a link: a link would resolve packages from the checkout it points into.
+    const dir = partialCheckout({ copy: ['dist'] });
+    try {
+      const result = runIn(dir, program, args);
+      expect(result.status).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^${program}'s dependencies are not installed \\(Cannot find package '[^']+'\\)\\. Run \`make build\` \\(or \`npm ci\`\\) first\\.\\n$`,
+        ),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
