@@ -183,7 +183,14 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     keepAliveTimeoutMs: options.keepAliveTimeoutSecs * 1000,
   });
   proxyConnections.watch(proxyServer);
-  const adminServer = createAdminServer({ metrics, metricsEnabled: options.metrics, lifecycle, logger });
+  let proxyPort = options.port;
+  const adminServer = createAdminServer({
+    metrics,
+    metricsEnabled: options.metrics,
+    lifecycle,
+    logger,
+    proxyPort: () => proxyPort,
+  });
   let shutdownPromise: Promise<number> | undefined;
 
   const gateway: Gateway = {
@@ -196,6 +203,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     },
     async listen() {
       const port = await listenOn(proxyServer, 'proxy', options.host, options.port);
+      proxyPort = port;
       adminPort = await listenOn(adminServer, 'admin', options.host, options.metricsPort);
       logger.info({ listener: 'proxy', host: options.host, port }, 'listening');
       logger.info(

@@ -71,6 +71,21 @@ describe('admin listener', () => {
     }
   });
 
+  it('an API request sent to the admin port is told which port serves it', async () => {
+    const gateway = await startGateway(config());
+    gateways.push(gateway);
+    const expected = (path: string): string =>
+      `${path} is not served on the admin port (only /healthz, /readyz, /metrics); the proxy port (${gateway.port}, --port) serves the API\n`;
+    const chatted = await chat(gateway.adminUrl);
+    expect(chatted.status).toBe(404);
+    expect(await chatted.text()).toBe(expected('/v1/chat/completions'));
+    const models = await fetch(`${gateway.adminUrl}/v1/models`);
+    expect(models.status).toBe(404);
+    expect(await models.text()).toBe(expected('/v1/models'));
+    // An admin path with the wrong method is still a 405.
+    expect((await fetch(`${gateway.adminUrl}/healthz`, { method: 'POST' })).status).toBe(405);
+  });
+
   it('honours --metrics-prefix and --metrics false', async () => {
     const prefixed = await startGateway(config(), { env: { GATEWAY_METRICS_PREFIX: 'edge' } });
     gateways.push(prefixed);

@@ -300,7 +300,7 @@ describe('authentication end to end', () => {
       const proxied = await postJson(g.adminUrl, '/v1/chat/completions', chat('keyed'), {
         authorization: `Bearer ${TEAM_KEY}`,
       });
-      expect(proxied.status).toBe(405);
+      expect(proxied.status).toBe(404);
       expect((await exchange(`${g.adminUrl}/v1/models`)).status).toBe(404);
       expect(
         (await exchange(`${g.adminUrl}/v1/chat/completions`, { headers: { 'model-override': 'keyed' } }))

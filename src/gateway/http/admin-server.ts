@@ -8,7 +8,11 @@ export interface AdminServerDeps {
   metricsEnabled: boolean;
   lifecycle: LifecycleState;
   logger: Logger;
+  /** The proxy listener's port (bound, once it listens): named to clients asking this port for it. */
+  proxyPort?: () => number;
 }
+
+const ADMIN_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 function plain(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, {
@@ -23,9 +27,25 @@ function plain(res: ServerResponse, status: number, body: string): void {
  * The admin listener (spec 4.2): metrics and health routes, unauthenticated, never on the proxy
  * port. Health routes report process state only; they never probe upstreams.
  */
-export function createAdminServer({ metrics, metricsEnabled, lifecycle, logger }: AdminServerDeps): Server {
+export function createAdminServer({
+  metrics,
+  metricsEnabled,
+  lifecycle,
+  logger,
+  proxyPort,
+}: AdminServerDeps): Server {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = (req.url ?? '/').split('?', 1)[0]!;
+    if (!ADMIN_PATHS.has(path)) {
+      // Most likely an API request sent to the wrong port: say which one serves it.
+      const proxy = proxyPort === undefined ? 'the proxy port' : `the proxy port (${proxyPort()}, --port)`;
+      plain(
+        res,
+        404,
+        `${path} is not served on the admin port (only /healthz, /readyz, /metrics); ${proxy} serves the API\n`,
+      );
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       plain(res, 405, 'method not allowed\n');
@@ -55,8 +75,6 @@ export function createAdminServer({ metrics, metricsEnabled, lifecycle, logger }
           },
         );
         return;
-      default:
-        plain(res, 404, 'not found\n');
     }
   });
   // Scrapers and probes send small requests: bound what a slow client can hold.
