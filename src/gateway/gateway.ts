@@ -6,7 +6,7 @@ import { ConfigWatcher, type ConfigChange } from './config/watch.js';
 import { AimdMetrics } from './balance/aimd-metrics.js';
 import { AimdRegistry } from './balance/aimd-registry.js';
 import { createAdminServer } from './http/admin-server.js';
-import { ConnectionTracker } from './http/connection-tracker.js';
+import { ConnectionTracker } from './lifecycle/connection-tracker.js';
 import { listenOn } from './http/listen.js';
 import { createProxyServer } from './http/proxy-server.js';
 import { UpstreamClient } from './http/upstream.js';

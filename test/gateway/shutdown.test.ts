@@ -3,7 +3,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAdminServer } from '../../src/gateway/http/admin-server.js';
-import { ConnectionTracker } from '../../src/gateway/http/connection-tracker.js';
+import { ConnectionTracker } from '../../src/gateway/lifecycle/connection-tracker.js';
 import { LifecycleState } from '../../src/gateway/lifecycle/phase.js';
 import { runShutdown } from '../../src/gateway/lifecycle/shutdown.js';
 import { createLogger } from '../../src/gateway/telemetry/logger.js';

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ConnectionTracker } from '../http/connection-tracker.js';
+import type { ConnectionTracker } from './connection-tracker.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
 import type { LifecycleState } from './phase.js';

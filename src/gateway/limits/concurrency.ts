@@ -1,7 +1,6 @@
 import { concurrencyRefusal } from './refusals.js';
 import { Lease, type LeaseOwner } from './lease.js';
-import type { LimitSubject } from './token-bucket.js';
-import type { ConcurrencyLimiter, ConcurrencyRefusal, Grant } from './types.js';
+import type { ConcurrencyLimiter, ConcurrencyRefusal, Grant, LimitSubject } from './types.js';
 
 /** Config shape of `concurrency_limit` (spec 2.3). */
 export interface ConcurrencyParams {

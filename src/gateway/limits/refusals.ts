@@ -1,5 +1,10 @@
-import type { LimitSubject } from './token-bucket.js';
-import type { BatchRefusal, ConcurrencyRefusal, InflightRefusal, RateLimitRefusal } from './types.js';
+import type {
+  BatchRefusal,
+  ConcurrencyRefusal,
+  InflightRefusal,
+  LimitSubject,
+  RateLimitRefusal,
+} from './types.js';
 
 /**
  * The refusals of spec 7.1, built in one place for the in-memory and the shared (Redis) limiters,

@@ -2,7 +2,8 @@ import { AccountInflight, type InflightParams } from './inflight.js';
 import { BatchInflight, type BatchParams } from './batch.js';
 import { monotonicClock, type Clock } from './clock.js';
 import { ConcurrencyPermits, type ConcurrencyParams } from './concurrency.js';
-import { TokenBucket, type LimitSubject, type RateLimitParams } from './token-bucket.js';
+import { TokenBucket, type RateLimitParams } from './token-bucket.js';
+import type { LimitSubject } from './types.js';
 
 /**
  * Limiter state across configuration reloads.

@@ -3,7 +3,7 @@ import type { Clock } from './clock.js';
 import {
   NO_OP_GRANT,
   type Grant,
-  type LimitScope,
+  type LimitSubject,
   type RateLimiter,
   type RateLimitRefusal,
 } from './types.js';
@@ -12,12 +12,6 @@ import {
 export interface RateLimitParams {
   readonly requests_per_second: number;
   readonly burst_size: number;
-}
-
-export interface LimitSubject {
-  readonly scope: LimitScope;
-  /** Key definition name, alias or provider name: what the log line names. */
-  readonly subject: string;
 }
 
 /**

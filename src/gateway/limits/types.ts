@@ -31,6 +31,12 @@ export interface Grant {
 /** Where a limit is configured: a client key, a target (alias), or one provider of a pool. */
 export type LimitScope = 'key' | 'target' | 'provider';
 
+export interface LimitSubject {
+  readonly scope: LimitScope;
+  /** Key definition name, alias or provider name: what the log line names. */
+  readonly subject: string;
+}
+
 interface RefusalBase {
   readonly ok: false;
   /** HTTP status the gateway answers with (spec 7.1). */

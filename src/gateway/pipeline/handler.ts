@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RuntimeTable } from '../config/runtime.js';
-import type { ConnectionTracker } from '../http/connection-tracker.js';
+import type { ConnectionTracker } from '../lifecycle/connection-tracker.js';
 import type { RequestHandler } from '../http/proxy-server.js';
 import type { UpstreamClient } from '../http/upstream.js';
 import type { LifecycleState } from '../lifecycle/phase.js';

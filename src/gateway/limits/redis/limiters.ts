@@ -1,7 +1,7 @@
 import type { BatchParams } from '../batch.js';
 import type { ConcurrencyParams } from '../concurrency.js';
 import type { InflightParams } from '../inflight.js';
-import type { LimitSubject, RateLimitParams } from '../token-bucket.js';
+import type { RateLimitParams } from '../token-bucket.js';
 import {
   NO_OP_GRANT,
   isPromise,
@@ -11,6 +11,7 @@ import {
   type ConcurrencyRefusal,
   type Grant,
   type InflightLimiter,
+  type LimitSubject,
   type InflightRefusal,
   type MaybePromise,
   type RateLimiter,

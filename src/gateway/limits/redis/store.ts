@@ -1,7 +1,7 @@
 import type { BatchParams } from '../batch.js';
 import type { ConcurrencyParams } from '../concurrency.js';
 import type { InflightParams } from '../inflight.js';
-import type { LimitSubject, RateLimitParams } from '../token-bucket.js';
+import type { RateLimitParams } from '../token-bucket.js';
 import {
   NO_OP_GRANT,
   isPromise,
@@ -9,6 +9,7 @@ import {
   type ConcurrencyLimiter,
   type Grant,
   type InflightLimiter,
+  type LimitSubject,
   type MaybePromise,
   type RateLimiter,
 } from '../types.js';
