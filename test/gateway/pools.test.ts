@@ -213,6 +213,58 @@ describe('failover', () => {
     expect((await chat(gateway429)).text).toBe('{"id":"b"}');
   });
 
+  it('treats a failed Responses object in a 200 as an error in both modes: failover, then the error', async () => {
+    const response = (status: string, extra: Record<string, unknown> = {}) => ({
+      id: 'resp_1',
+      object: 'response',
+      created_at: 1,
+      model: 'upstream',
+      status,
+      output: [],
+      usage: { input_tokens: 2, output_tokens: 0, total_tokens: 2 },
+      ...extra,
+    });
+    const failed = response('failed', { error: { code: 'server_error', message: 'engine crashed' } });
+    const post = (gateway: StartedGateway) =>
+      fetch(`${gateway.url}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'p', input: 'hi' }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
+
+    for (const strict of [false, true]) {
+      a.respondWith(jsonReply(200, failed));
+      b.respondWith(jsonReply(200, response('completed', { error: null })));
+      const pool = await gatewayWith(
+        { strategy: 'priority', fallback: { on_status: [5] }, providers: [{ url: a.url }, { url: b.url }] },
+        { strict_mode: strict },
+      );
+      const served = await post(pool);
+      expect({ strict, status: served.status, state: served.body.status }).toEqual({
+        strict,
+        status: 200,
+        state: 'completed',
+      });
+      expect(
+        metricValue(await pool.metrics(), 'gateway_upstream_attempts_total', {
+          provider: a.url,
+          outcome: 'embedded_error',
+        }),
+      ).toBe(1);
+    }
+
+    // Nothing left to try: transparent without strict mode, the standardized error with it.
+    a.respondWith(jsonReply(200, failed));
+    const plain = await post(await gatewayWith({ strategy: 'priority', providers: [{ url: a.url }] }));
+    expect(plain).toMatchObject({ status: 200, body: { status: 'failed' } });
+    const strict = await post(
+      await gatewayWith({ strategy: 'priority', providers: [{ url: a.url }] }, { strict_mode: true }),
+    );
+    expect(strict.status).toBe(500);
+    expect(strict.body).toMatchObject({ error: { type: expect.any(String) } });
+    expect(JSON.stringify(strict.body)).not.toContain('engine crashed');
+  });
+
   it('abandons an attempt at the first-token deadline and serves from the next provider, unspliced', async () => {
     // a: headers at once, then nothing for a long time (a stalled stream).
     a.respondWith(async (_req, res) => {

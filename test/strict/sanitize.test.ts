@@ -301,11 +301,12 @@ describe('embedded errors', () => {
     expect(sanitizeValue('chat_completion_chunk', { ...chunk, error: null }, 'a').kind).toBe('ok');
   });
 
-  it('a failed Responses object keeps its reference `error` field; a bare error body is embedded', () => {
-    const failed = { ...response, status: 'failed', error: { code: 'server_error', message: 'boom' } };
-    const out = ok(sanitizeValue('responses', failed, 'r'));
-    expect(out.error).toEqual({ code: 'server_error', message: 'boom' });
+  it('a failed Responses object is an embedded error, as a bare error body is; a null error is not', () => {
+    const failure = { code: 'server_error', message: 'boom' };
+    const failed = { ...response, status: 'failed', error: failure };
+    expect(sanitizeValue('responses', failed, 'r')).toEqual({ kind: 'embedded_error', error: failure });
     expect(sanitizeValue('responses', { error }, 'r')).toEqual({ kind: 'embedded_error', error });
+    expect(sanitizeValue('responses', { ...response, error: null }, 'r').kind).toBe('ok');
   });
 });
 

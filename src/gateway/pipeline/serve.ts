@@ -5,6 +5,7 @@ import { SseParser } from '../../lib/sse.js';
 import {
   INVALID_UPSTREAM_STATUS,
   SseSanitizeTransform,
+  embeddedError,
   embeddedStatus,
   invalidUpstreamResponseBody,
   standaloneJsonResponse,
@@ -51,17 +52,6 @@ export interface ServeDeps extends CommitDeps {
 
 function isJson(contentType: string | string[] | undefined): boolean {
   return typeof contentType === 'string' && contentType.includes('json');
-}
-
-/**
- * The error a parsed 200 body or first frame carries (spec: errors inside a 200): an `error` field,
- * or an engine error object (`"object": "error"`, as vLLM writes it), which is its own error.
- */
-function embeddedErrorOf(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const object = value as { error?: unknown; object?: unknown };
-  if (object.object === 'error') return value;
-  return object.error === null ? undefined : object.error;
 }
 
 /**
@@ -201,7 +191,7 @@ async function serveReadBody(
   if (mode.kind === 'raw') {
     // Parse only a body that can carry an embedded error at all.
     const error = read.bytes.includes(ERROR_KEY)
-      ? embeddedErrorOf(parseJsonSafe(read.bytes.toString('utf8')))
+      ? embeddedError(parseJsonSafe(read.bytes.toString('utf8')))
       : undefined;
     if (error !== undefined) {
       const embedded = embeddedStatus(error);
@@ -287,7 +277,7 @@ async function serveRawStream(
     return COMMITTED;
   }
   if (firstData !== undefined) {
-    const error = embeddedErrorOf(parseJsonSafe(firstData));
+    const error = embeddedError(parseJsonSafe(firstData));
     if (error !== undefined) {
       const embedded = embeddedStatus(error);
       if (abandonsFor(ctx, attempt, embedded, canRetry)) {

@@ -55,8 +55,8 @@ export {
   type StatusDescription,
   type UpstreamErrorOutcome,
 } from './errors.js';
+export { embeddedError } from './embedded-error.js';
 export {
-  embeddedError,
   sanitizeBody,
   sanitizeJson,
   sanitizeValue,

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { embeddedError } from './embedded-error.js';
 import { sanitizePlainChat } from './plain-chat-response.js';
 import {
   ChatCompletionChunkSchema,
@@ -62,7 +63,7 @@ export function sanitizeBody(kind: SanitizeKind, body: Uint8Array, alias: string
 export function sanitizeValue(kind: SanitizeKind, value: unknown, alias: string): SanitizeResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return INVALID;
   const record = value as Record<string, unknown>;
-  const error = embeddedError(kind, record);
+  const error = embeddedError(record);
   if (error !== undefined) return { kind: 'embedded_error', error };
   if (kind === 'chat_completion' || kind === 'chat_completion_chunk') {
     const json = sanitizePlainChat(kind, record, alias);
@@ -74,24 +75,4 @@ export function sanitizeValue(kind: SanitizeKind, value: unknown, alias: string)
   const out = parsed.data;
   out.model = alias;
   return { kind: 'ok', json: JSON.stringify(out) };
-}
-
-/**
- * The embedded `error` of a body or chunk, or undefined. A chat chunk, completion or embeddings body
- * with a non-null `error` is an error whatever else it carries (spec 6: "with or without completion
- * fields"). A Responses object has `error` as a reference field (a failed response says why in it),
- * so there only a body that is not a `response` object counts.
- *
- * An object whose `object` is `"error"` (vLLM's `ErrorResponse`: `message`, `type`, `param`, `code`
- * at the top level, which the engine also writes into a 200 stream when a request fails after
- * partial output) is an error too, and the object itself is its value: it is the provider's error
- * object, so its `code` is read and masked like any embedded code, and a trusted provider's is
- * forwarded as sent. Treating it as an undecodable chunk would surface every such error as 502 and
- * withhold a trusted provider's own words.
- */
-export function embeddedError(kind: SanitizeKind, body: Readonly<Record<string, unknown>>): unknown {
-  const error = body.error;
-  if (error === undefined || error === null) return body.object === 'error' ? body : undefined;
-  if (kind === 'responses' && body.object === 'response') return undefined;
-  return error;
 }

@@ -8,7 +8,8 @@ import {
   standaloneEmbeddedError,
   standaloneEmbeddedErrorEvent,
 } from './errors.js';
-import { embeddedError, sanitizeValue } from './sanitize.js';
+import { embeddedError } from './embedded-error.js';
+import { sanitizeValue } from './sanitize.js';
 
 /**
  * The chat-completions SSE transform of strict mode (spec 4.5, 6) and of standalone sanitization
@@ -189,12 +190,10 @@ export class SseSanitizeTransform {
       );
       return;
     }
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      const error = embeddedError('chat_completion_chunk', value as Record<string, unknown>);
-      if (error !== undefined) {
-        this.#onEmbeddedError(error);
-        return;
-      }
+    const error = embeddedError(value);
+    if (error !== undefined) {
+      this.#onEmbeddedError(error);
+      return;
     }
     const result = sanitizeValue('chat_completion_chunk', value, this.#alias);
     if (result.kind !== 'ok') {
