@@ -1,5 +1,5 @@
 # Every target runs with the project's toolchain first on PATH: a pinned Node 24 in .tools/node
-# (fetched from the npm registry only when the machine's node is older than 22) and .tools/bin.
+# (fetched from the npm registry only when the machine's node is older than 22.19) and .tools/bin.
 # The chart tests use the first helm of HELM_VERSION's major version on PATH (.tools/bin first),
 # else build the pinned one into .tools/bin with `go install`.
 SHELL := /bin/bash
@@ -17,9 +17,12 @@ TOOLS := $(CURDIR)/.tools
 LOCAL_NODE := $(TOOLS)/node/bin/node
 NODE_ARCH := $(subst aarch64,arm64,$(subst x86_64,x64,$(shell uname -m)))
 
-# The machine's node major version, read before .tools is put on PATH.
-SYSTEM_NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-ifeq ($(shell [ $(SYSTEM_NODE_MAJOR) -ge 22 ] && echo modern),modern)
+# The machine's node version, read before .tools is put on PATH, against the oldest the
+# dependencies accept (bin/preflight.js MINIMUM_NODE, package.json engines).
+SYSTEM_NODE_VERSION := $(shell node -p 'process.versions.node' 2>/dev/null || echo 0.0.0)
+SYSTEM_NODE_MAJOR := $(firstword $(subst ., ,$(SYSTEM_NODE_VERSION)))
+SYSTEM_NODE_MINOR := $(word 2,$(subst ., ,$(SYSTEM_NODE_VERSION)))
+ifeq ($(shell [ $(SYSTEM_NODE_MAJOR) -gt 22 ] || { [ $(SYSTEM_NODE_MAJOR) -eq 22 ] && [ $(SYSTEM_NODE_MINOR) -ge 19 ]; } && echo modern),modern)
   NODE_BOOTSTRAP :=
 else
   NODE_BOOTSTRAP := $(LOCAL_NODE)
@@ -40,7 +43,7 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{ printf "  %-13s %s\n", $$1, $$2 }' | sort
 
 $(LOCAL_NODE):
-	@echo "node $(SYSTEM_NODE_MAJOR) is older than 22: fetching Node $(NODE_VERSION) from the npm registry into .tools/node"
+	@echo "node $(SYSTEM_NODE_VERSION) is older than 22.19: fetching Node $(NODE_VERSION) from the npm registry into .tools/node"
 	@rm -rf $(TOOLS)/node $(TOOLS)/node-pack && mkdir -p $(TOOLS)/node $(TOOLS)/node-pack
 	@cd $(TOOLS)/node-pack && npm pack --silent node-linux-$(NODE_ARCH)@$(NODE_VERSION) >/dev/null
 	@tar -xzf $(TOOLS)/node-pack/node-linux-$(NODE_ARCH)-$(NODE_VERSION).tgz -C $(TOOLS)/node --strip-components=1 package/bin/node package/LICENSE
@@ -95,9 +98,10 @@ helm: $(TOOLS)/bin/helm ## Build the pinned helm into .tools/bin (make e2e-k8s a
 chart-golden: $(BUILD_STAMP) $$(HELM_NEEDED) ## Regenerate the chart's values.schema.json, golden renders and manifests/
 	HELM_BIN='$(HELM_BIN)' node test/chart/regenerate.ts
 
-lint: $(DEPS_STAMP) ## ESLint and Prettier
+lint: $(DEPS_STAMP) ## ESLint, Prettier, and no import cycles between modules or gateway folders
 	eslint .
 	prettier --check .
+	node scripts/import-cycles.ts src
 
 typecheck: $(DEPS_STAMP) ## Type-check sources, tests and benchmarks
 	tsc -p tsconfig.json

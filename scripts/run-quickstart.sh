@@ -40,8 +40,11 @@ fi
 [[ -r $CONFIG ]] || die "cannot read the gateway configuration CONFIG=$CONFIG"
 
 # Run directly (not through make), the node on PATH may be the machine's older one.
-node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null) || die "node is not on PATH: run 'make run', which uses the project's Node"
-((node_major >= 22)) || die "node $node_major is older than 22: run 'make run', which uses the project's Node (or put Node 22 or newer first on PATH)"
+# 22.19 is the oldest the dependencies accept (bin/preflight.js).
+node_version=$(node -p 'process.versions.node' 2>/dev/null) || die "node is not on PATH: run 'make run', which uses the project's Node"
+IFS=. read -r node_major node_minor _ <<<"$node_version"
+((node_major > 22 || (node_major == 22 && ${node_minor:-0} >= 19))) ||
+  die "node $node_version is older than 22.19: run 'make run', which uses the project's Node (or put Node 22.19 or newer first on PATH)"
 [[ -f dist/simulator/cli.js && -f dist/gateway/cli.js ]] || die "dist/ is not built: run 'make run', which builds first (or 'make build')"
 
 # A port someone already listens on would make that process fail, or, worse, answer the readiness

@@ -230,13 +230,13 @@ describe('make run (scripts/run-quickstart.sh)', { timeout: 60_000 }, () => {
     expect(await refused(p.gateway)).toBe(true);
   });
 
-  it('refuses a node older than 22 with what to do', async () => {
+  it.each(['20.20.2', '22.18.0'])('refuses node %s, older than 22.19, with what to do', async (version) => {
     const dir = scratchDir('quickstart-old-node');
     scratch.push(dir);
-    writeExecutable(join(dir, 'node'), '#!/bin/sh\necho 20\n');
+    writeExecutable(join(dir, 'node'), `#!/bin/sh\necho ${version}\n`);
     const run = quickstart({ ...(await ports()).env, PATH: `${dir}:/usr/bin:/bin` });
     expect((await run.exited).code).toBe(1);
-    expect(run.stderr()).toContain("node 20 is older than 22: run 'make run'");
+    expect(run.stderr()).toContain(`node ${version} is older than 22.19: run 'make run'`);
     expect(run.stderr()).not.toContain(BANNER);
   });
 
