@@ -1,4 +1,4 @@
-import { compileRuntime, type CompiledTable } from './config/compile.js';
+import { compileRuntime, type CompiledTable } from './runtime/compile.js';
 import { loadConfigFile, parseConfigText } from './config/load.js';
 import { formatIssue, type ConfigIssue } from './config/issues.js';
 import { resolveLoaded, type SecretReferences } from './config/secrets.js';

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { AimdMetrics } from '../../src/gateway/balance/aimd-metrics.js';
 import { ShareController, type AttemptProbe } from '../../src/gateway/balance/aimd.js';
-import { resolveAimd, type AimdOverrides } from '../../src/gateway/config/schema.js';
+import { resolveAimd, type AimdOverrides } from '../../src/gateway/config/schema/index.js';
 import { ManualClock } from '../../src/gateway/limits/clock.js';
 import { metricValue, seeded } from './helpers.js';
 

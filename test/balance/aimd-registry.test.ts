@@ -8,7 +8,12 @@ import {
   sameParameters,
   type PoolDescriptor,
 } from '../../src/gateway/balance/aimd-registry.js';
-import { AIMD_DEFAULTS, TargetSchema, aimdApplies, resolveAimd } from '../../src/gateway/config/schema.js';
+import {
+  AIMD_DEFAULTS,
+  TargetSchema,
+  aimdApplies,
+  resolveAimd,
+} from '../../src/gateway/config/schema/index.js';
 import { ManualClock } from '../../src/gateway/limits/clock.js';
 import { feed, metricValue, scripted, TEST_AIMD } from './helpers.js';
 

@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { AimdMetrics } from '../../src/gateway/balance/aimd-metrics.js';
 import { ShareController } from '../../src/gateway/balance/aimd.js';
 import type { Random } from '../../src/gateway/balance/strategies.js';
-import { resolveAimd, type AimdOverrides } from '../../src/gateway/config/schema.js';
+import { resolveAimd, type AimdOverrides } from '../../src/gateway/config/schema/index.js';
 import { ManualClock } from '../../src/gateway/limits/clock.js';
 
 /**

@@ -5,7 +5,7 @@ import { renderConfigReference } from '../../src/gateway/config/docs.js';
 import { configFileJsonSchema, type JsonSchema } from '../../src/gateway/config/json-schema.js';
 import { parseConfigText } from '../../src/gateway/config/load.js';
 import { resolveSecrets } from '../../src/gateway/config/secrets.js';
-import { AIMD_DEFAULTS, CROSS_FIELD_RULES } from '../../src/gateway/config/schema.js';
+import { AIMD_DEFAULTS, CROSS_FIELD_RULES } from '../../src/gateway/config/schema/index.js';
 import { UNSUPPORTED_PARAM_NAMES } from '../../src/gateway/strict/unsupported-params-catalog.js';
 
 const reference = renderConfigReference();

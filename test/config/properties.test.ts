@@ -4,7 +4,7 @@ import { stringify as toYaml } from 'yaml';
 import type { z } from 'zod';
 import { formatPath, schemasAt, type PathSegment } from '../../src/gateway/config/issues.js';
 import { parseConfigText } from '../../src/gateway/config/load.js';
-import { GatewayConfigSchema } from '../../src/gateway/config/schema.js';
+import { GatewayConfigSchema } from '../../src/gateway/config/schema/index.js';
 import { validConfig } from './helpers/arbitraries.js';
 
 const RUNS = 200;

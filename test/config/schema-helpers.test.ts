@@ -9,7 +9,7 @@ import {
   requestClassOf,
   resolveAimd,
   type TargetConfig,
-} from '../../src/gateway/config/schema.js';
+} from '../../src/gateway/config/schema/index.js';
 
 const target = (input: object): TargetConfig =>
   GatewayConfigSchema.parse({ targets: { t: input } }).targets.t!;

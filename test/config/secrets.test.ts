@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildKeyIndex } from '../../src/gateway/auth/keys.js';
-import { compileRuntime } from '../../src/gateway/config/compile.js';
+import { compileRuntime } from '../../src/gateway/runtime/compile.js';
 import { parseConfigText } from '../../src/gateway/config/load.js';
 import { MAX_SECRET_FILE_BYTES } from '../../src/gateway/config/secret-file.js';
 import { resolveSecrets, type ResolveOptions } from '../../src/gateway/config/secrets.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import type { AliasRoute, KeyLimits, RuntimeTable } from '../../src/gateway/config/runtime.js';
+import type { AliasRoute, KeyLimits, RuntimeTable } from '../../src/gateway/runtime/table.js';
 import type { Grant, MaybePromise, Refusal } from '../../src/gateway/limits/types.js';
 import { admit } from '../../src/gateway/pipeline/admit.js';
 import { RequestContext } from '../../src/gateway/pipeline/context.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import type { RuntimeTable } from '../../src/gateway/config/runtime.js';
+import type { RuntimeTable } from '../../src/gateway/runtime/table.js';
 import { RequestContext, type AbandonListener } from '../../src/gateway/pipeline/context.js';
 import type { Grant } from '../../src/gateway/limits/types.js';
 

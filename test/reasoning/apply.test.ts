@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EFFORTS } from '../../src/gateway/config/schema.js';
+import { EFFORTS } from '../../src/gateway/config/schema/index.js';
 import {
   applyReasoning,
   planReasoning,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReasoningSurfaceSchema, type ReasoningSurface } from '../../src/gateway/config/schema.js';
+import { ReasoningSurfaceSchema, type ReasoningSurface } from '../../src/gateway/config/schema/index.js';
 import {
   compileReasoningTranslation,
   compileSurface,

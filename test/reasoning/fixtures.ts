@@ -1,4 +1,4 @@
-import { ReasoningTranslationSchema } from '../../src/gateway/config/schema.js';
+import { ReasoningTranslationSchema } from '../../src/gateway/config/schema/index.js';
 import { compileReasoningTranslation, type CompiledReasoning } from '../../src/gateway/reasoning/index.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ReasoningSurfaceName } from '../../src/gateway/config/schema.js';
+import type { ReasoningSurfaceName } from '../../src/gateway/config/schema/index.js';
 import {
   NATIVE_REASONING_CONTROLS,
   applyReasoning,

@@ -3,7 +3,7 @@ import { stringify as toYaml } from 'yaml';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SseParser, type SseEvent } from '../../src/lib/sse.js';
-import { compileRuntime } from '../../src/gateway/config/compile.js';
+import { compileRuntime } from '../../src/gateway/runtime/compile.js';
 import { parseConfigText } from '../../src/gateway/config/load.js';
 import { resolveSecrets } from '../../src/gateway/config/secrets.js';
 import { SseSanitizeTransform } from '../../src/gateway/strict/sse-transform.js';

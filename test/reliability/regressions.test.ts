@@ -80,7 +80,7 @@ describe('a deeply nested body on a target that rewrites the body is refused cle
 });
 
 describe('gateway_key refuses line breaks and NUL', () => {
-  // src/gateway/config/schema.ts: `gateway_key` is NonEmptyString, while the header prefix is
+  // src/gateway/config/schema/target.ts: `gateway_key` is NonEmptyString, while the header prefix is
   // checked for line breaks and NUL. Such a key can never be sent (undici refuses the header), so
   // every request to the target fails with 503 "upstream provider could not be reached" and
   // `gateway_upstream_errors_total{reason="UND_ERR_INVALID_ARG"}`: a configuration error reported as

@@ -5,7 +5,7 @@ import {
   type AimdOverrides,
   type AimdParameters,
   type TargetConfig,
-} from '../config/schema.js';
+} from '../config/schema/index.js';
 import { monotonicClock, type Clock } from '../limits/clock.js';
 import type { AimdMetrics, AimdSeries } from './aimd-metrics.js';
 import { ShareController, type ControllerState } from './aimd.js';

@@ -1,4 +1,4 @@
-import type { AimdParameters } from '../config/schema.js';
+import type { AimdParameters } from '../config/schema/index.js';
 import type { Clock } from '../limits/clock.js';
 import type { AimdSeries, AttemptRole } from './aimd-metrics.js';
 import { deferPreferred, type PriorityReorder, type Random } from './strategies.js';

@@ -4,7 +4,7 @@
  * a ConfigMap rollout. `--skip-references` checks a file whose key files or variables are not on this
  * machine: references are checked for their shape only.
  */
-import { compileRuntime } from '../config/compile.js';
+import { compileRuntime } from '../runtime/compile.js';
 import { formatIssue } from '../config/issues.js';
 import { loadConfigFile } from '../config/load.js';
 import { resolveLoaded, type ResolvedGatewayConfig, type SecretReferences } from '../config/secrets.js';
@@ -14,7 +14,7 @@ import {
   isPoolTarget,
   requestClassOf,
   type GatewayConfig,
-} from '../config/schema.js';
+} from '../config/schema/index.js';
 
 const plural = (count: number, noun: string, nouns = `${noun}s`): string =>
   `${count} ${count === 1 ? noun : nouns}`;

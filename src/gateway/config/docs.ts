@@ -11,7 +11,13 @@ import {
   UNSUPPORTED_PARAMS_CATALOG,
 } from '../strict/unsupported-params-catalog.js';
 import { configFileJsonSchema, type JsonSchema } from './json-schema.js';
-import { AIMD_DEFAULTS, CROSS_FIELD_RULES, EFFORTS, ENVELOPE_API_VERSION, ENVELOPE_KIND } from './schema.js';
+import {
+  AIMD_DEFAULTS,
+  CROSS_FIELD_RULES,
+  EFFORTS,
+  ENVELOPE_API_VERSION,
+  ENVELOPE_KIND,
+} from './schema/index.js';
 
 /** Reading order of the sections; definitions not listed here follow in schema order. */
 const SECTION_ORDER = [
@@ -310,7 +316,7 @@ export function renderConfigReference(): string {
   const lines: string[] = [
     '# Configuration reference',
     '',
-    '<!-- Generated from src/gateway/config/schema.ts by `gateway schema --markdown` (`make docs`). Do not edit by hand. -->',
+    '<!-- Generated from src/gateway/config/schema/ by `gateway schema --markdown` (`make docs`). Do not edit by hand. -->',
     '',
     'The gateway reads one configuration file, given with `--targets <file>` (`-f <file>`), and reloads it when it changes (unless `--watch false`). An invalid file is refused as a whole: at startup the gateway exits, on reload it keeps serving the last good configuration.',
     '',

@@ -5,7 +5,7 @@
  * `gateway validate` checks them, and the generated reference lists them.
  */
 import { z } from 'zod';
-import { GatewayConfigEnvelopeSchema, GatewayConfigSchema } from './schema.js';
+import { GatewayConfigEnvelopeSchema, GatewayConfigSchema } from './schema/index.js';
 
 /** A JSON Schema document as plain data. */
 export type JsonSchema = { [key: string]: unknown };

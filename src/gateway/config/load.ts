@@ -12,7 +12,7 @@ import { fsReason } from '../../lib/fs-reason.js';
 import { findDuplicateKeys } from './json-duplicates.js';
 import { jsonErrorOffset } from './json-error.js';
 import { collectIssues, configErrorMap, formatPath, type ConfigIssue, type PathSegment } from './issues.js';
-import { GatewayConfigEnvelopeSchema, GatewayConfigSchema, type GatewayConfig } from './schema.js';
+import { GatewayConfigEnvelopeSchema, GatewayConfigSchema, type GatewayConfig } from './schema/index.js';
 
 export type ConfigResult =
   { ok: true; config: GatewayConfig; hash: string } | { ok: false; issues: ConfigIssue[] };

@@ -21,10 +21,10 @@ import {
   type ProviderConfig,
   type SecretReference,
   type TargetConfig,
-} from './schema.js';
+} from './schema/index.js';
 
 // ---------------------------------------------------------------------------------------------
-// The configuration with references resolved: what `compile.ts` takes
+// The configuration with references resolved: what `runtime/compile.ts` takes
 // ---------------------------------------------------------------------------------------------
 
 export type ResolvedKeyDefinition = Omit<KeyDefinition, 'key'> & { key: string };

@@ -1,4 +1,4 @@
-import type { KeyLimits } from '../config/runtime.js';
+import type { KeyLimits } from '../runtime/table.js';
 import { decideTogether, type Ask, type Decision } from '../limits/redis/limiters.js';
 import { isPromise, type Grant, type MaybePromise, type Refusal } from '../limits/types.js';
 import type { RequestContext } from './context.js';

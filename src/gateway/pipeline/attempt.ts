@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { AttemptProbe } from '../balance/aimd.js';
-import type { ProviderRoute } from '../config/runtime.js';
+import type { ProviderRoute } from '../runtime/table.js';
 import { forwardRequestHeaders, requestHeaderDrop } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
 import type { HeadListener, UpstreamExchange } from '../http/upstream-exchange.js';

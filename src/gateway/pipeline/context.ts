@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AliasRoute, RuntimeTable } from '../config/runtime.js';
+import type { AliasRoute, RuntimeTable } from '../runtime/table.js';
 import type { KeyIdentity } from '../auth/keys.js';
 import type { Grant } from '../limits/types.js';
 import type { StrictEndpoint } from '../strict/index.js';

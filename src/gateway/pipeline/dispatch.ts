@@ -1,5 +1,5 @@
 import { attemptOrder } from '../balance/strategies.js';
-import type { ProviderRoute } from '../config/runtime.js';
+import type { ProviderRoute } from '../runtime/table.js';
 import type { UpstreamClient } from '../http/upstream.js';
 import { UpstreamExchange, type HeadListener, type UpstreamResponse } from '../http/upstream-exchange.js';
 import { setAttemptStatus } from '../telemetry/tracing.js';

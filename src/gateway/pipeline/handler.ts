@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RuntimeTable } from '../config/runtime.js';
+import type { RuntimeTable } from '../runtime/table.js';
 import type { ConnectionTracker } from '../lifecycle/connection-tracker.js';
 import type { RequestHandler } from '../http/proxy-server.js';
 import type { UpstreamClient } from '../http/upstream.js';

@@ -1,4 +1,4 @@
-import type { ProviderRoute } from '../config/runtime.js';
+import type { ProviderRoute } from '../runtime/table.js';
 import type { StrictEndpoint } from '../strict/index.js';
 import type { RequestContext } from './context.js';
 

@@ -5,7 +5,7 @@ import {
   type ReasoningSurface,
   type ReasoningSurfaceName,
   type ReasoningTranslation,
-} from '../config/schema.js';
+} from '../config/schema/index.js';
 import { parseTargetPath } from './pointer.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ReasoningSurfaceName } from '../config/schema.js';
+import type { ReasoningSurfaceName } from '../config/schema/index.js';
 import type { JsonObject } from './pointer.js';
 
 /**

@@ -1,4 +1,4 @@
-import { EFFORTS, type Effort, type ReasoningSurfaceName } from '../config/schema.js';
+import { EFFORTS, type Effort, type ReasoningSurfaceName } from '../config/schema/index.js';
 import type { CompiledReasoning, CompiledSurface, CompiledWrite } from './compile.js';
 import { findNativeControl, type ReasoningMode } from './native-controls.js';
 import { CopyOnWriteBody, isPlainObject, type JsonObject } from './pointer.js';

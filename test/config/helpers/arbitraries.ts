@@ -4,7 +4,7 @@
  * which also keeps these generators honest.
  */
 import fc from 'fast-check';
-import { EFFORTS, resolveAimd, type GatewayConfigInput } from '../../../src/gateway/config/schema.js';
+import { EFFORTS, resolveAimd, type GatewayConfigInput } from '../../../src/gateway/config/schema/index.js';
 import { UNSUPPORTED_PARAM_NAMES } from '../../../src/gateway/strict/unsupported-params-catalog.js';
 
 type Json = Record<string, unknown>;

@@ -30,7 +30,7 @@ import {
 import { formatFailurePolicies, type FailurePolicies } from './policy.js';
 
 /**
- * How compile.ts obtains limiters: the in-memory registry builder has exactly this shape, and the
+ * How runtime/compile.ts obtains limiters: the in-memory registry builder has exactly this shape, and the
  * shared store implements it too, so the runtime table is compiled the same way either way and the
  * pipeline only ever sees the seam interfaces of `limits/types.ts`.
  */

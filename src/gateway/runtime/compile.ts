@@ -6,7 +6,7 @@ import type { BatchLimiterFactory } from '../limits/batch.js';
 import type { LimiterFactory } from '../limits/redis/store.js';
 import { LimiterRegistry, limiterId } from '../limits/registry.js';
 import type { BatchLimiter } from '../limits/types.js';
-import type { ConfigIssue } from './issues.js';
+import type { ConfigIssue } from '../config/issues.js';
 import type {
   RuntimeTable,
   AliasRoute,
@@ -14,15 +14,15 @@ import type {
   FallbackPolicy,
   KeyLimits,
   Strategy,
-} from './runtime.js';
+} from './table.js';
 import {
   DEFAULT_STRATEGY,
   DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
   DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
   requestClassOf,
   type FallbackConfig,
-} from './schema.js';
-import type { ResolvedGatewayConfig, ResolvedProvider, ResolvedTarget } from './secrets.js';
+} from '../config/schema/index.js';
+import type { ResolvedGatewayConfig, ResolvedProvider, ResolvedTarget } from '../config/secrets.js';
 
 export interface CompileOptions {
   /** Enforce `batch_inflight_limit` with the built-in counter (`--enforce-batch-inflight`). */

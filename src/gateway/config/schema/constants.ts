@@ -1,0 +1,17 @@
+/** Names and defaults the schema shares with the runtime: efforts, strategies, surfaces, upstream auth. */
+
+/** The seven reasoning efforts clients may send, in increasing order (spec 2.6). */
+export const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+export type Effort = (typeof EFFORTS)[number];
+
+export const STRATEGIES = ['weighted_random', 'priority'] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+/** A pool without `strategy` balances at random by weight. */
+export const DEFAULT_STRATEGY: Strategy = 'weighted_random';
+
+/** The request surfaces a reasoning translation can be configured for (DESIGN 6). */
+export const REASONING_SURFACES = ['chat_completions', 'responses'] as const;
+export type ReasoningSurfaceName = (typeof REASONING_SURFACES)[number];
+
+export const DEFAULT_UPSTREAM_AUTH_HEADER_NAME = 'Authorization';
+export const DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX = 'Bearer ';

@@ -1,0 +1,317 @@
+/** Provider entries and targets (spec 2.2, DESIGN 6), with the cross-field checks of a target. */
+import { z } from 'zod';
+import {
+  DEFAULT_STRATEGY,
+  DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
+  DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
+  STRATEGIES,
+} from './constants.js';
+import {
+  HeaderNameSchema,
+  HeaderValueSchema,
+  NonEmptyString,
+  NonNegativeInt,
+  UrlSchema,
+  globalOnly,
+} from './fields.js';
+import { ClientKeyLiteralSchema, UpstreamKeySchema, secretOr } from './secret-reference.js';
+import { ConcurrencyLimitSchema, RateLimitSchema } from './limits.js';
+import { ReasoningTranslationSchema } from './reasoning.js';
+import { resolveAimd } from './aimd.js';
+import { FallbackSchema } from './fallback.js';
+
+const ResponseHeadersSchema = z.record(HeaderNameSchema, HeaderValueSchema).superRefine((headers, ctx) => {
+  // Header names are case-insensitive: two spellings of one name would make the winner arbitrary.
+  const seen = new Map<string, string>();
+  for (const name of Object.keys(headers)) {
+    const earlier = seen.get(name.toLowerCase());
+    if (earlier !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: `same header as \`${earlier}\` (names are case-insensitive)`,
+      });
+    else seen.set(name.toLowerCase(), name);
+  }
+});
+
+/** Fields a provider entry shares with a target; the texts say how the pool and the entry combine. */
+function upstreamFields(scope: 'target' | 'provider') {
+  const onProvider = scope === 'provider';
+  const inherits = (what: string): string =>
+    onProvider ? ` Overrides the pool's ${what} for this provider.` : '';
+  return {
+    gateway_key: secretOr(UpstreamKeySchema)
+      .optional()
+      .describe(
+        `API key sent to the upstream in \`upstream_auth_header_name\`: the key itself, or a [secret reference](#secret-reference) (\`{ from_file: /path }\` or \`{ from_env: NAME }\`). Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
+      ),
+    gateway_model: NonEmptyString.optional().describe(
+      `Model name written into the forwarded request's \`model\` field; absent: the client's value is sent.${inherits('`gateway_model`')}`,
+    ),
+    upstream_auth_header_name: onProvider
+      ? HeaderNameSchema.optional().describe("Header that carries `gateway_key`. Overrides the pool's value.")
+      : HeaderNameSchema.default(DEFAULT_UPSTREAM_AUTH_HEADER_NAME).describe(
+          'Header that carries `gateway_key` to the upstream. On a pool it is the default of every provider entry.',
+        ),
+    upstream_auth_header_prefix: onProvider
+      ? HeaderValueSchema.optional().describe(
+          "Text placed before the key in the auth header; empty string sends the bare key. Overrides the pool's value.",
+        )
+      : HeaderValueSchema.default(DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX).describe(
+          'Text placed before the key in the auth header (note the trailing space of the default); empty string sends the bare key.',
+        ),
+    response_headers: ResponseHeadersSchema.optional().describe(
+      onProvider
+        ? "Headers added to, or overriding, responses served by this provider; on conflict they win over the pool's `response_headers`."
+        : 'Headers added to, or overriding, every response of this target (name -> value). Framing headers such as `content-length` cannot be set.',
+    ),
+    sanitize_response: z
+      .boolean()
+      .optional()
+      .describe(
+        `Standalone response sanitization of chat completions: provider-specific fields removed, \`model\` rewritten to the alias, upstream error bodies replaced. Ignored when strict mode is on.${inherits('value')}`,
+      ),
+    trusted: onProvider
+      ? z
+          .boolean()
+          .optional()
+          .describe(
+            "Strict mode only: errors from this provider pass through unsanitized. Overrides the pool's `trusted`.",
+          )
+      : z
+          .boolean()
+          .default(false)
+          .describe(
+            'Strict mode only: upstream error responses are forwarded unsanitized (success responses are still sanitized). On a pool it is the default for provider entries that do not set it.',
+          ),
+    propagate_trace_context: z
+      .boolean()
+      .optional()
+      .describe(
+        onProvider
+          ? "Inject W3C `traceparent` and `tracestate` headers on requests to this provider. Absent: follows this provider's effective `trusted` value."
+          : 'Inject W3C `traceparent` and `tracestate` headers on outbound requests. Absent: follows the effective `trusted` value. Not valid on the top level of a pool: set it on each provider entry.',
+      ),
+    reasoning_translation: ReasoningTranslationSchema.optional().describe(
+      onProvider
+        ? "Reasoning-effort translation for this provider; replaces the pool's `reasoning_translation` entirely."
+        : 'Reasoning-effort translation. On a pool it is the default for provider entries without their own (translations are provider-scoped: an entry replaces it entirely, nothing is merged).',
+    ),
+    rate_limit: RateLimitSchema.optional().describe(
+      onProvider
+        ? 'Token bucket of this provider alone, checked when the provider is tried (see `fallback.on_rate_limit`).'
+        : 'Token bucket for the whole target, shared by all clients. Absent: not rate limited.',
+    ),
+    concurrency_limit: ConcurrencyLimitSchema.optional().describe(
+      onProvider
+        ? 'Concurrency cap of this provider alone, checked when the provider is tried.'
+        : 'Concurrency cap for the whole target. Absent: no cap.',
+    ),
+    strict_mode: globalOnly(),
+  };
+}
+
+export const ProviderSchema = z
+  .strictObject({
+    url: UrlSchema.describe(
+      "Base URL of this provider (http or https), for example `http://10.0.0.5:8000/v1`. The request path is appended; a base ending in `/v1` absorbs the request path's leading `/v1`.",
+    ),
+    name: NonEmptyString.optional().describe(
+      'Identity of the provider in logs, metrics and the share controller. Default: the `url`. Identities must be unique within a pool.',
+    ),
+    weight: z
+      .number()
+      .positive()
+      .default(1)
+      .describe(
+        'Relative share of traffic under `weighted_random` (a positive number). Ignored by `priority`.',
+      ),
+    ...upstreamFields('provider'),
+  })
+  .meta({
+    id: 'Provider',
+    title: 'Provider entry',
+    description:
+      'One upstream of a pool. Fields it does not set are inherited from the pool (the target) where the pool has them.',
+  });
+
+/** The target's fields; the exported `TargetSchema` adds the cross-field checks. */
+const TargetObjectSchema = z.strictObject({
+  url: UrlSchema.optional().describe(
+    "Base URL of the upstream (http or https), for example `http://127.0.0.1:8000/v1`. The request path is appended; a base ending in `/v1` absorbs the request path's leading `/v1`. Required on a single-provider target; a pool sets it on each provider entry instead.",
+  ),
+  providers: z
+    .array(ProviderSchema)
+    .min(1)
+    .optional()
+    .describe(
+      'Provider entries, in definition order (the order `priority` tries them; the first is the preferred provider). Makes the target a pool.',
+    ),
+  strategy: z
+    .enum(STRATEGIES)
+    .optional()
+    // Documented, not applied: a single-provider target must be able to leave it out.
+    .meta({ default: DEFAULT_STRATEGY })
+    .describe(
+      'How a pool picks the provider of the first attempt: `weighted_random` picks at random in proportion to `weight`; `priority` prefers the first entry and tries the others in order. Pools only.',
+    ),
+  fallback: FallbackSchema.optional().describe(
+    'Retry and failover across the providers. Pools only. Absent: a single attempt per request.',
+  ),
+  keys: z
+    .array(secretOr(ClientKeyLiteralSchema))
+    .optional()
+    .describe(
+      'Client keys accepted for this target: literal bearer tokens, names of `auth.key_definitions` entries, or [secret references](#secret-reference) (whose value is always a token). When present (even empty) the target requires `Authorization: Bearer <token>` and also accepts the global keys. Absent: no client authentication.',
+    ),
+  ...upstreamFields('target'),
+  inflight_limit: NonNegativeInt.optional().describe(
+    'Default cap of realtime in-flight requests per account (the `account` label of the key) on this alias. Absent: uncapped. Read from the alias default pool; not valid on a request-class pool `alias:class`.',
+  ),
+  account_inflight_limits: z
+    .record(NonEmptyString, NonNegativeInt)
+    .optional()
+    .describe(
+      'Per-account overrides of `inflight_limit` (account label -> cap). Not valid on a request-class pool `alias:class`.',
+    ),
+  batch_inflight_limit: NonNegativeInt.optional().describe(
+    'Cap of in-flight dispatched (batch) requests on this alias, one count for all tenants. Absent: uncapped. Loaded always; enforced only with `--enforce-batch-inflight` or a limiter plugged in by an embedding program. Not valid on a request-class pool `alias:class`.',
+  ),
+});
+
+export const TargetSchema = TargetObjectSchema.superRefine((target, ctx) => checkTarget(target, ctx)).meta({
+  id: 'Target',
+  title: 'Target',
+  // The two forms of a target, for editors; `checkTarget` gives the precise messages.
+  anyOf: [
+    {
+      title: 'Single-provider target',
+      required: ['url'],
+      not: { anyOf: [{ required: ['providers'] }, { required: ['strategy'] }, { required: ['fallback'] }] },
+    },
+    {
+      title: 'Pool',
+      required: ['providers'],
+      not: { anyOf: [{ required: ['url'] }, { required: ['propagate_trace_context'] }] },
+    },
+  ],
+  description:
+    'What a model alias routes to: a single-provider target (`url`) or a pool (`providers`), with its authentication, limits and response handling.',
+});
+
+export type TargetConfig = z.output<typeof TargetObjectSchema>;
+export type ProviderConfig = z.output<typeof ProviderSchema>;
+/** A validated pool: the schema guarantees `providers` and forbids `url` and `propagate_trace_context`. */
+export type PoolTarget = TargetConfig & {
+  providers: ProviderConfig[];
+  url?: undefined;
+  propagate_trace_context?: undefined;
+};
+/** A validated single-provider target: `url` is set and the pool-only fields are absent. */
+export type SingleProviderTarget = TargetConfig & {
+  url: string;
+  providers?: undefined;
+  strategy?: undefined;
+  fallback?: undefined;
+};
+
+export function isPoolTarget<T extends Pick<TargetConfig, 'providers'>>(
+  target: T,
+): target is T & Pick<PoolTarget, 'providers'> {
+  return target.providers !== undefined;
+}
+
+/** Identity of a provider entry in logs, metrics and AIMD state. */
+export function providerIdentity(provider: Pick<ProviderConfig, 'name' | 'url'>): string {
+  return provider.name ?? provider.url;
+}
+
+/**
+ * Whether the share controller runs on a target as configured (spec 3.1): a `priority` pool with
+ * fallback enabled, more than one provider, and `aimd` not `false`.
+ */
+export function aimdApplies(target: Pick<TargetConfig, 'providers' | 'strategy' | 'fallback'>): boolean {
+  return (
+    target.providers !== undefined &&
+    target.providers.length > 1 &&
+    target.strategy === 'priority' &&
+    target.fallback !== undefined &&
+    target.fallback.enabled &&
+    target.fallback.aimd !== false
+  );
+}
+
+function checkTarget(target: TargetConfig, ctx: z.RefinementCtx): void {
+  const providers = target.providers;
+  if (providers === undefined) {
+    if (target.url === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'a target needs either `url` (single provider) or `providers` (pool)',
+      });
+    for (const field of ['strategy', 'fallback'] as const)
+      if (target[field] !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `\`${field}\` only applies to a pool: use \`providers\` instead of \`url\` to balance or fail over`,
+        });
+    return;
+  }
+  if (target.url !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['url'],
+      message:
+        'a target has either `url` (single provider) or `providers` (pool), not both: set the url on a provider entry',
+    });
+  if (target.propagate_trace_context !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['propagate_trace_context'],
+      message:
+        'not valid on the top level of a pool that uses `providers`: set `propagate_trace_context` on each provider entry',
+    });
+
+  const identities = new Map<string, number>();
+  providers.forEach((provider, index) => {
+    const identity = providerIdentity(provider);
+    const earlier = identities.get(identity);
+    if (earlier === undefined) identities.set(identity, index);
+    else
+      ctx.addIssue({
+        code: 'custom',
+        path: ['providers', index, provider.name !== undefined ? 'name' : 'url'],
+        message: `provider identity \`${identity}\` is already used by providers[${earlier}]: give each entry a distinct \`name\``,
+      });
+  });
+
+  const fallback = target.fallback;
+  if (fallback === undefined) return;
+  if (fallback.max_attempts !== undefined && fallback.max_attempts > providers.length)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['fallback', 'max_attempts'],
+      message: `${fallback.max_attempts} attempts exceed the ${providers.length} provider(s) of the pool: each attempt goes to a different provider`,
+    });
+  const strategy = target.strategy ?? DEFAULT_STRATEGY;
+  if (fallback.aimd !== undefined && fallback.aimd !== false && strategy !== 'priority')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['fallback', 'aimd'],
+      message: `the share controller only runs on \`strategy: priority\` pools (this pool uses \`${strategy}\`): set the strategy or remove \`aimd\``,
+    });
+  const deadline = fallback.first_token_timeout_ms;
+  if (deadline !== undefined && aimdApplies(target)) {
+    const overrides = fallback.aimd === false ? undefined : fallback.aimd;
+    const budget = resolveAimd(overrides).latency_budget_ms;
+    if (deadline < budget)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fallback', 'first_token_timeout_ms'],
+        message: `${deadline} ms is below the share controller's latency budget (${budget} ms${overrides?.latency_budget_ms === undefined ? ', the default' : ''}): an armed deadline must be at least \`aimd.latency_budget_ms\``,
+      });
+  }
+}
