@@ -599,7 +599,7 @@ const USAGE = `Usage: node bench/run.ts [options]
 
   --headline                the headline table instead: floor, nginx, Portkey's gateway and the
                             gateway (plain, strict) in one run, closed loop, open loop and 1,000
-                            streams held open (about 12 min on an idle machine; --quick: 2 min)
+                            streams held open (about 10 min on an idle machine; --quick: 2 min)
   --quick                   one round with short windows (about 90 s; make bench-quick)
   --only <sections>         comma-separated subset of: ${SECTIONS.join(',')}
   --json <file>             also write the rows and the budget lines as JSON
