@@ -36,7 +36,7 @@ SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
 VITEST_REPORT := test/.tmp/vitest-report.json
 
-.PHONY: help run test build lint typecheck unit bench bench-quick e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden FORCE
+.PHONY: help run test build lint typecheck unit bench bench-quick bench-headline e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden FORCE
 
 help: ## List the targets
 	@echo "usage: make <target>   (make run starts the quickstart, make test runs every check)"
@@ -132,6 +132,9 @@ bench: $(BUILD_STAMP) ## Full benchmark run (prints a markdown table)
 
 bench-quick: $(BUILD_STAMP) ## Short benchmark run (under two minutes)
 	node bench/run.ts --quick
+
+bench-headline: $(BUILD_STAMP) ## The headline table: the gateway beside the Node.js floor, nginx and Portkey in one run (about 10 minutes)
+	node bench/run.ts --headline
 
 e2e: $(BUILD_STAMP) ## Local end-to-end lifecycle checks (processes on loopback)
 	vitest run --config e2e/vitest.config.ts
