@@ -173,7 +173,6 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     runtime: () => runtime,
     metrics,
     logger,
-    lifecycle,
     options,
     upstream,
   });

@@ -242,6 +242,26 @@ describe('reasoning-effort translation (spec 2.6)', () => {
     expect(a.requests).toHaveLength(1);
   });
 
+  it('strict mode: the schema and unsupported-parameter checks answer before reasoning validation (spec 4.4 rule 6)', async () => {
+    const gateway = await pool(true);
+    const unlimited = chat({ reasoning_effort: 'high' });
+    const reasoning = await post(gateway, '/v1/chat/completions', unlimited);
+    expect(reasoning).toMatchObject({
+      status: 422,
+      body: { error: { code: 'reasoning_budget_requires_limit' } },
+    });
+
+    const schema = await post(gateway, '/v1/chat/completions', { ...unlimited, n: 'two' });
+    expect(schema).toMatchObject({ status: 400, body: { error: { code: null, param: 'n' } } });
+
+    const unsupported = await post(gateway, '/v1/chat/completions', {
+      ...unlimited,
+      chat_template_kwargs: { enable_thinking: true },
+    });
+    expect(unsupported).toMatchObject({ status: 400, body: { error: { code: 'unsupported_parameter' } } });
+    expect(a.requests).toHaveLength(0);
+  });
+
   it('applies configured translations in strict mode too', async () => {
     const gateway = await pool(true);
     expect(

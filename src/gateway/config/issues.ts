@@ -380,13 +380,6 @@ export function collectIssues(issues: readonly z.core.$ZodIssue[], root: z.core.
   return out;
 }
 
-export function toConfigIssues(issues: readonly z.core.$ZodIssue[], root: z.core.$ZodType): ConfigIssue[] {
-  return collectIssues(issues, root).map((issue) => ({
-    path: formatPath(issue.segments),
-    message: issue.message,
-  }));
-}
-
 /** `<path>: <message>`, with the source position when known: the form the validate command prints. */
 /** `path: message (line L, column C)`; an issue of the whole document (`$`) is its message alone. */
 export function formatIssue(issue: ConfigIssue): string {

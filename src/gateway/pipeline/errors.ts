@@ -99,16 +99,10 @@ export const gatewayErrors = {
     make(503, 'api_error', 'upstream_unavailable', 'The upstream provider could not be reached.', {
       rejection: false,
     }),
-  upstreamTimeout: () =>
-    make(504, 'api_error', 'upstream_timeout', 'The upstream provider did not answer in time.', {
-      rejection: false,
-    }),
   firstTokenTimeout: () =>
     make(504, 'api_error', 'first_token_timeout', 'No provider produced a first token before the deadline.', {
       rejection: false,
     }),
-  notFound: (path: string) =>
-    make(404, 'not_found_error', null, `Unknown path \`${path}\`.`, { rejection: true }),
 };
 
 /** A limiter's refusal (spec 7.1: 429 rate, concurrency and in-flight; 529 batch cap) as an error. */
@@ -123,11 +117,7 @@ export function refusalError(refusal: Refusal): GatewayError {
 }
 
 /** Writes a gateway error as the standard error object with an exact Content-Length. */
-export function writeGatewayError(
-  res: ServerResponse,
-  error: GatewayError,
-  extraHeaders?: Record<string, string>,
-): void {
+export function writeGatewayError(res: ServerResponse, error: GatewayError): void {
   if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
@@ -136,7 +126,6 @@ export function writeGatewayError(
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
-    ...extraHeaders,
   };
   if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
   res.writeHead(error.status, headers);

@@ -3,7 +3,6 @@ import type { RuntimeTable } from '../runtime/table.js';
 import type { ConnectionTracker } from '../lifecycle/connection-tracker.js';
 import type { RequestHandler } from '../http/proxy-server.js';
 import type { UpstreamClient } from '../http/upstream.js';
-import type { LifecycleState } from '../lifecycle/phase.js';
 import type { GatewayOptions } from '../options.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
@@ -50,7 +49,6 @@ export interface HandlerDeps {
   runtime: () => RuntimeTable;
   metrics: GatewayMetrics;
   logger: Logger;
-  lifecycle: LifecycleState;
   options: Pick<GatewayOptions, 'dispatchedHeader' | 'maxBodyBytes' | 'sseBufferLimit'>;
   upstream: UpstreamClient;
   /** The admin listener's port (bound, once it listens): named to clients asking this port for it. */

@@ -20,12 +20,7 @@ export {
   type ReasoningMode,
 } from './native-controls.js';
 export { parseTargetPath, type JsonObject } from './pointer.js';
-export {
-  asStrictRejection,
-  reasoningErrorBody,
-  type ReasoningRejection,
-  type ReasoningRejectionCode,
-} from './rejections.js';
+export { reasoningErrorBody, type ReasoningRejection, type ReasoningRejectionCode } from './rejections.js';
 export {
   CANONICAL_EFFORT,
   OUTPUT_LIMIT_FIELDS,

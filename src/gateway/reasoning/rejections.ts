@@ -43,16 +43,3 @@ export function reject(
 export function reasoningErrorBody(rejection: ReasoningRejection): ErrorBody {
   return errorBody(rejection.message, rejection.type, rejection.code, rejection.param);
 }
-
-/**
- * The same refusal in the shape of the strict request checks (`strict/request-checks.ts`), for a
- * pipeline that records every strict refusal through one path (stage `reasoning`).
- */
-export function asStrictRejection(rejection: ReasoningRejection): {
-  readonly ok: false;
-  readonly status: number;
-  readonly code: string;
-  readonly error: ErrorBody;
-} {
-  return { ok: false, status: rejection.status, code: rejection.code, error: reasoningErrorBody(rejection) };
-}

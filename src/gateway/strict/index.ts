@@ -5,7 +5,6 @@
 export {
   runStrictChecksOnParsed,
   runStrictRequestChecks,
-  type ReasoningCheck,
   type StrictCheckStage,
   type StrictRequestCheckOptions,
   type StrictRequestChecks,

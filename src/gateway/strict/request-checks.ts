@@ -9,9 +9,10 @@ import {
 } from './validate-request.js';
 
 /**
- * The strict request checks in the order of spec 4.4 rule 6: schema validation, the
- * unsupported-parameter check (chat completions only, 4.7), reasoning validation. The first failure
- * answers; later checks do not run.
+ * The strict request checks of spec 4.4 rule 6 that belong to strict mode: schema validation, then
+ * the unsupported-parameter check (chat completions only, 4.7). The first failure answers. Reasoning
+ * validation, the rule's last check, runs after these in the pipeline (`pipeline/reasoning.ts`)
+ * because it applies in both modes.
  */
 
 /** A rejection of any strict request check; `code` is the `gateway_rejections_total` label. */
@@ -22,23 +23,12 @@ export interface StrictRequestRejection {
   readonly error: ErrorBody;
 }
 
-/**
- * Seam for reasoning validation (spec 2.6; its own issue): called last, with a body that passed the
- * schema and the unsupported-parameter check. Returns a rejection (400 or 422 per 2.6 rule 5) or
- * null to let the request through.
- */
-export type ReasoningCheck = <E extends StrictEndpoint>(
-  endpoint: E,
-  body: StrictRequestBodies[E],
-) => StrictRequestRejection | null;
-
 export interface StrictRequestCheckOptions {
   /** Root `reject_unsupported_params` of the configuration (the request's runtime table). */
   readonly rejectUnsupportedParams: ReadonlySet<UnsupportedParamName> | readonly UnsupportedParamName[];
-  readonly checkReasoning?: ReasoningCheck;
 }
 
-export type StrictCheckStage = 'schema' | 'unsupported_params' | 'reasoning';
+export type StrictCheckStage = 'schema' | 'unsupported_params';
 
 export type StrictRequestChecks<E extends StrictEndpoint> =
   | {
@@ -85,7 +75,5 @@ export function runStrictChecksOnParsed<E extends StrictEndpoint>(
     }
   }
 
-  const reasoning = options.checkReasoning?.(endpoint, body) ?? null;
-  if (reasoning !== null) return { ...reasoning, stage: 'reasoning', unsupportedParams: matches };
   return { ok: true, body, unsupportedParams: matches };
 }

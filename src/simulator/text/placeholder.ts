@@ -28,13 +28,6 @@ export function placeholderToken(index: number): string {
   return WORDS[index % WORDS.length]!;
 }
 
-/** The text of tokens `0..count-1`, joined. */
-export function placeholderText(count: number): string {
-  let text = '';
-  for (let i = 0; i < count; i++) text += placeholderToken(i);
-  return text;
-}
-
 /**
  * Byte offset of the first two-byte UTF-8 character in `text`, or -1. Used to cut one byte into
  * such a character.
