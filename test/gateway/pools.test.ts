@@ -461,3 +461,108 @@ describe('share controller (AIMD) end to end', () => {
     expect(text).toMatch(/gateway_first_token_seconds_bucket\{le="10",model="p",pool="p",role="preferred"\}/);
   });
 });
+
+describe('attempt outcomes before the commit point', () => {
+  async function attempts(gateway: StartedGateway, provider: string, outcome: string) {
+    return metricValue(await gateway.metrics(), 'gateway_upstream_attempts_total', { provider, outcome });
+  }
+
+  async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error('condition not met in time');
+      await sleep(25);
+    }
+  }
+
+  for (const sanitize of [false, true]) {
+    it(`counts a client that leaves while the first data frame is awaited as client_gone (${sanitize ? 'sanitized' : 'raw'})`, async () => {
+      let upstreamClosed = false;
+      a.respondWith(async (_req, res) => {
+        res.on('close', () => {
+          upstreamClosed = true;
+        });
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': keep-alive\n\n');
+        await sleep(5_000);
+        res.end('data: [DONE]\n\n');
+      });
+      const gateway = await gatewayWith({
+        strategy: 'priority',
+        fallback: {},
+        providers: [
+          { url: a.url, sanitize_response: sanitize },
+          { url: b.url, sanitize_response: sanitize },
+        ],
+      });
+      const client = new AbortController();
+      const request = fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'p', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+        signal: client.signal,
+      }).then((response) => response.text());
+      await until(async () => a.requests.length === 1);
+      await sleep(100);
+      client.abort();
+      await expect(request).rejects.toThrow();
+      await until(async () => (await attempts(gateway, a.url, 'client_gone')) === 1);
+      await until(async () => upstreamClosed);
+      expect(await attempts(gateway, a.url, 'connection_error')).toBeUndefined();
+      expect(await attempts(gateway, a.url, 'committed')).toBeUndefined();
+      expect(b.requests).toHaveLength(0);
+    });
+  }
+
+  it('counts, logs and fails over a non-streamed body cut before it ends', async () => {
+    a.respondWith((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': 1000 });
+      res.write('{"secret-body-content":');
+      setTimeout(() => res.destroy(), 50);
+    });
+    const gateway = await gatewayWith({
+      strategy: 'priority',
+      fallback: {},
+      providers: [{ url: a.url }, { url: b.url }],
+    });
+    expect(await chat(gateway)).toMatchObject({ status: 200, text: '{"id":"b"}' });
+    expect(await attempts(gateway, a.url, 'connection_error')).toBe(1);
+    expect(await attempts(gateway, b.url, 'committed')).toBe(1);
+    expect(
+      metricValue(await gateway.metrics(), 'gateway_upstream_errors_total', { model: 'p', reason: 'body' }),
+    ).toBe(1);
+    const warned = gateway.program.logs.find(
+      (l) => l.level === 'warn' && l.msg === 'upstream response failed before the commit point',
+    );
+    expect(warned).toMatchObject({ provider: a.url, attempt: 1 });
+    expect(JSON.stringify(gateway.program.logs)).not.toContain('secret-body-content');
+  });
+
+  for (const sanitize of [false, true]) {
+    it(`counts, logs and fails over a stream that breaks before its first data frame (${sanitize ? 'sanitized' : 'raw'})`, async () => {
+      a.respondWith((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': secret-comment\n\n');
+        setTimeout(() => res.destroy(), 50);
+      });
+      b.respondWith(sseReply([chunk('from b')]));
+      const gateway = await gatewayWith({
+        strategy: 'priority',
+        fallback: {},
+        providers: [
+          { url: a.url, sanitize_response: sanitize },
+          { url: b.url, sanitize_response: sanitize },
+        ],
+      });
+      const streamed = await chat(gateway, { stream: true });
+      expect(streamed.status).toBe(200);
+      expect(streamed.text).toContain('from b');
+      expect(await attempts(gateway, a.url, 'connection_error')).toBe(1);
+      const warned = gateway.program.logs.find(
+        (l) => l.level === 'warn' && l.msg === 'upstream response failed before the commit point',
+      );
+      expect(warned).toMatchObject({ provider: a.url, attempt: 1 });
+      expect(JSON.stringify(gateway.program.logs)).not.toContain('secret-comment');
+    });
+  }
+});

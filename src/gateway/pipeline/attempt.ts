@@ -139,8 +139,16 @@ export class Attempt implements Grant, AbandonListener {
     return performance.now() - this.startedAt;
   }
 
-  /** The commit point was reached: the deadline no longer applies. */
-  cancelDeadline(): void {
+  /**
+   * The attempt answered the client (reached the commit point, or decided to answer): the deadline
+   * no longer applies. Called once, by the dispatcher, when the attempt's serving reports the
+   * commit; nothing between that decision and this call can let the timer fire (no I/O is awaited).
+   */
+  committed(): void {
+    this.#cancelDeadline();
+  }
+
+  #cancelDeadline(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
   }
@@ -153,7 +161,7 @@ export class Attempt implements Grant, AbandonListener {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    this.cancelDeadline();
+    this.#cancelDeadline();
     this.#ctx.offAbandon(this);
     this.probe?.end();
     endSpan(this.span);

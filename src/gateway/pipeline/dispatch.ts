@@ -2,7 +2,7 @@ import { attemptOrder } from '../balance/strategies.js';
 import type { ProviderRoute } from '../runtime/table.js';
 import type { UpstreamClient } from '../http/upstream.js';
 import { UpstreamExchange, type HeadListener, type UpstreamResponse } from '../http/upstream-exchange.js';
-import { setAttemptStatus } from '../telemetry/tracing.js';
+import { setAttemptError, setAttemptStatus } from '../telemetry/tracing.js';
 import { GrantSet } from '../limits/grant-set.js';
 import { isPromise, type MaybePromise, type Refusal } from '../limits/types.js';
 import { Attempt, send, sendFailed, type SendFailure } from './attempt.js';
@@ -254,11 +254,46 @@ class Dispatch implements HeadListener {
 
   #served(attempt: Attempt, served: ServeOutcome): void {
     if (served.kind === 'committed') {
+      attempt.committed();
       countAttempt(this.#ctx, this.#deps, attempt.provider, 'committed');
       return;
     }
-    if (served.reason === 'connection_error') attempt.probe?.unknown();
+    if (served.reason === 'client_gone') {
+      // The client's departure says nothing of the provider (spec 3: a cancellation is unknown).
+      attempt.probe?.unknown();
+      setAttemptError(attempt.span, 'client_gone');
+      attempt.release();
+      countAttempt(this.#ctx, this.#deps, attempt.provider, 'client_gone');
+      return;
+    }
+    if (served.reason === 'connection_error') {
+      attempt.probe?.unknown();
+      this.#bodyFailed(attempt, served.error);
+    }
     this.#attemptFailed(attempt, served.reason, served.status);
+  }
+
+  /**
+   * The provider's body failed before the commit point (a reset, a cut JSON body, a stream broken
+   * before its first data frame): counted and logged like a request that failed on its way, never
+   * with the body (it can echo the request).
+   */
+  #bodyFailed(attempt: Attempt, error: (Error & { code?: string }) | undefined): void {
+    const ctx = this.#ctx;
+    const deps = this.#deps;
+    const code = error?.code;
+    setAttemptError(attempt.span, code ?? 'body');
+    deps.metrics.upstreamErrors.inc({ model: ctx.model, reason: 'body' });
+    deps.logger.warn(
+      {
+        model: ctx.model,
+        provider: attempt.provider.name,
+        attempt: attempt.number,
+        code,
+        err: error?.message,
+      },
+      'upstream response failed before the commit point',
+    );
   }
 
   /** The attempt produced nothing to send: fail over to the next provider, or answer the error. */

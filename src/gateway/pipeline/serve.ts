@@ -34,8 +34,11 @@ const ERROR_KEY = Buffer.from('"error"');
 /** Largest non-streamed response body the gateway reads to inspect or sanitize it. */
 const MAX_INSPECTED_BODY_BYTES = 64 * 1024 * 1024;
 
-/** Why an attempt was given up before anything reached the client. */
-export type AbandonReason = 'status' | 'embedded_error' | 'deadline' | 'connection_error';
+/**
+ * Why an attempt was given up before anything reached the client. `client_gone` is the client's
+ * doing, not the provider's: it is never failed over and never counts against the provider.
+ */
+export type AbandonReason = 'status' | 'embedded_error' | 'deadline' | 'connection_error' | 'client_gone';
 
 export type ServeOutcome =
   /** The response is being (or has been) written to the client by this attempt. */
@@ -45,6 +48,8 @@ export type ServeOutcome =
 
 /** The outcome of every attempt that answered the client (shared: it carries nothing else). */
 const COMMITTED: ServeOutcome = { kind: 'committed' };
+/** The client left before the commit point (shared, like COMMITTED). */
+const CLIENT_GONE: ServeOutcome = { kind: 'abandoned', reason: 'client_gone' };
 
 export interface ServeDeps extends CommitDeps {
   sseBufferLimit: number;
@@ -101,7 +106,6 @@ export function serveResponse(
       discard(response.body);
       return { kind: 'abandoned', reason: 'status', status };
     }
-    attempt.cancelDeadline();
     commitErrorStatus(ctx, attempt, response, deps);
     return COMMITTED;
   }
@@ -155,7 +159,6 @@ function serveBody(
 ): MaybePromise<ServeOutcome> {
   const inspect = canRetry && isJson(response.headers['content-type']);
   if (attempt.mode.kind === 'raw' && !inspect) {
-    attempt.cancelDeadline();
     passThrough(ctx, attempt, response, [], deps);
     return COMMITTED;
   }
@@ -172,8 +175,7 @@ async function serveReadBody(
 ): Promise<ServeOutcome> {
   const mode = attempt.mode;
   const read = await readAll(response.body, MAX_INSPECTED_BODY_BYTES);
-  if (read.kind === 'failed') return abandonedByFailure(attempt, read.error);
-  attempt.cancelDeadline();
+  if (read.kind === 'failed') return abandonedByFailure(ctx, attempt, read.error);
   if (read.kind === 'complete' && attempt.span.isRecording()) {
     // Response model and token usage, for the attempt span, when the body is read anyway.
     recordResponseSummary(attempt.span, parseJsonSafe(read.bytes.toString('utf8')));
@@ -227,7 +229,12 @@ async function serveReadBody(
   return COMMITTED;
 }
 
-function abandonedByFailure(attempt: Attempt, error: Error): ServeOutcome {
+/**
+ * A body that failed before the commit point. A client that leaves aborts the upstream request, and
+ * that abort reaches the reader as a body failure: it is the client's, not the provider's.
+ */
+function abandonedByFailure(ctx: RequestContext, attempt: Attempt, error: Error): ServeOutcome {
+  if (ctx.isClosed) return CLIENT_GONE;
   return attempt.expired
     ? { kind: 'abandoned', reason: 'deadline' }
     : { kind: 'abandoned', reason: 'connection_error', error };
@@ -246,7 +253,6 @@ async function serveRawStream(
   deps: ServeDeps,
 ): Promise<ServeOutcome> {
   if (!canRetry) {
-    attempt.cancelDeadline();
     passThrough(ctx, attempt, response, [], deps);
     return COMMITTED;
   }
@@ -267,8 +273,12 @@ async function serveRawStream(
     if (!pushed.ok) overflow = true;
     return firstData !== undefined || overflow;
   });
-  if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
-  attempt.cancelDeadline();
+  if (stop.kind === 'failed') return abandonedByFailure(ctx, attempt, stop.error);
+  if (ctx.isClosed) {
+    // The client left as the first frame arrived: nothing to commit.
+    discard(response.body);
+    return CLIENT_GONE;
+  }
   if (overflow) {
     logOverflow(ctx, attempt, deps);
     discard(response.body);
@@ -336,19 +346,17 @@ async function serveTransformedStream(
     }
     return false;
   });
-  if (stop.kind === 'failed') return abandonedByFailure(attempt, stop.error);
+  if (stop.kind === 'failed') return abandonedByFailure(ctx, attempt, stop.error);
   if (ctx.isClosed) {
-    // The client left while the first frame was awaited: nothing to commit.
+    // The client left as the first frame arrived: nothing to commit.
     response.discard();
-    attempt.release();
-    return COMMITTED;
+    return CLIENT_GONE;
   }
 
   if (embedded !== undefined && abandonsFor(ctx, attempt, embedded, canRetry)) {
     response.discard();
     return { kind: 'abandoned', reason: 'embedded_error', status: embedded };
   }
-  attempt.cancelDeadline();
   startTransformedStream(ctx, attempt, response.statusCode, response.headers, held);
 
   if (stop.kind === 'ended') {
