@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { errorJson } from '../../lib/errors.js';
 import type { Refusal } from '../limits/types.js';
+import { STRICT_STATUS_TABLE } from '../strict/index.js';
 
 /**
  * An error the gateway answers itself. `rejection` marks the client errors that
@@ -17,6 +18,11 @@ export interface GatewayError {
   retryAfter?: number;
   /** The `code` label of `gateway_rejections_total` when it differs from the body's code (spec 6). */
   label?: string;
+  /**
+   * Made by the strict checks in strict mode's own words (spec 7.1: "Invalid request" style with
+   * the offending field named, code null or `unsupported_parameter`): written as made.
+   */
+  strictShape?: true;
 }
 
 function make(
@@ -114,6 +120,40 @@ export function refusalError(refusal: Refusal): GatewayError {
   return make(refusal.status, refusal.type, refusal.code, message, {
     ...(refusal.retryAfterSeconds !== undefined ? { retryAfter: refusal.retryAfterSeconds } : {}),
   });
+}
+
+/**
+ * The codes spec 7.1 gives the gateway's errors whose status is in the table of 7.2 (the strict
+ * checks' `unsupported_parameter` aside, made in strict mode's shape). Strict mode answers any other
+ * code as null, as 7.1 gives none; the rejections metric keeps it as its label.
+ */
+const STRICT_CODES: ReadonlySet<string> = new Set([
+  'rate_limit',
+  'concurrency_limit_exceeded',
+  'inflight_limit_exceeded',
+]);
+
+/**
+ * A gateway error in the shape of the mode it is answered in, the one place that decides it. Strict
+ * mode (spec 7.2, "all strict errors use the object of 2.7"): a status in the table gets the table's
+ * message and type, the code 7.1 gives (else null); `param`, Retry-After and the rejections-metric
+ * label stay. A status outside the table (413, 415, 422, 504, 529) keeps its body: the spec does not
+ * specify those, and their messages and codes (the size limit, the reasoning budget, batch capacity)
+ * are what a client acts on. Outside strict mode, and for errors already in strict mode's words,
+ * the error as made.
+ */
+export function inResponseMode(error: GatewayError, strictMode: boolean): GatewayError {
+  if (!strictMode || error.strictShape) return error;
+  const row = STRICT_STATUS_TABLE.get(error.status);
+  if (row === undefined) return error;
+  const label = error.label ?? error.code;
+  return {
+    ...error,
+    type: row.type,
+    message: row.message,
+    code: error.code !== null && STRICT_CODES.has(error.code) ? error.code : null,
+    ...(label === null ? {} : { label }),
+  };
 }
 
 /** Writes a gateway error as the standard error object with an exact Content-Length. */

@@ -11,12 +11,18 @@ import { admit } from './admit.js';
 import { isPromise, type Refusal } from '../limits/types.js';
 import { RequestContext, type Traffic } from './context.js';
 import { dispatch, type DispatchDeps } from './dispatch.js';
-import { gatewayErrors, refusalError, writeGatewayError, type GatewayError } from './errors.js';
+import {
+  gatewayErrors,
+  inResponseMode,
+  refusalError,
+  writeGatewayError,
+  type GatewayError,
+} from './errors.js';
 import { listModels } from './models.js';
 import { BODY_TOO_LARGE, readBody } from './read-body.js';
 import { isAdminPath } from './no-alias.js';
 import { resolveAlias } from './resolve.js';
-import { runStrictChecks, strictStatusError } from './strict-checks.js';
+import { runStrictChecks } from './strict-checks.js';
 import { planRequestReasoning } from './reasoning.js';
 import { endServerSpan, setRequestInfo, startServerSpan } from '../telemetry/tracing.js';
 import { standardErrorBody, strictEndpointForPath } from '../strict/index.js';
@@ -34,13 +40,8 @@ function strictNotFound(path: string, adminPort: number): GatewayError {
     message: `Not found: \`${path}\` ${where}.`,
     param: null,
     rejection: true,
+    strictShape: true,
   };
-}
-
-/** The 401 of a refused key: in strict mode, the standardization table's (spec 7.2). */
-function unauthorized(ctx: RequestContext): GatewayError {
-  const error = gatewayErrors.unauthorized();
-  return ctx.table.strictMode ? strictStatusError(error.status, error.code!) : error;
 }
 
 export interface HandlerDeps {
@@ -174,7 +175,7 @@ function proceed(ctx: RequestContext, deps: StageDeps): void {
     if (unresolved) return reject(ctx, unresolved, deps);
 
     setRequestInfo(ctx.span, ctx.model, ctx.traffic);
-    if (!authenticate(ctx)) return reject(ctx, unauthorized(ctx), deps);
+    if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
 
     const admitted = admit(ctx);
     if (isPromise(admitted)) {
@@ -213,9 +214,13 @@ function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal |
   }
 }
 
-/** Answers a gateway error; counts and logs it when it is a rejection (spec 6). */
-function reject(ctx: RequestContext, error: GatewayError, deps: HandlerDeps): void {
+/**
+ * Answers a gateway error in the request's mode (the only way the request path answers one); counts
+ * and logs it when it is a rejection (spec 6).
+ */
+function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): void {
   if (ctx.isClosed) return;
+  const error = inResponseMode(made, ctx.table.strictMode);
   writeGatewayError(ctx.res, error);
   if (!error.rejection) return;
   deps.metrics.rejections.inc({

@@ -37,6 +37,7 @@ function strictModelError(problem: string): GatewayError {
     param: 'model',
     rejection: true,
     label: 'schema_mismatch',
+    strictShape: true,
   };
 }
 

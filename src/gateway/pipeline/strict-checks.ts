@@ -1,5 +1,5 @@
 import type { ErrorBody } from '../../lib/errors.js';
-import { describeStatus, runStrictChecksOnParsed } from '../strict/index.js';
+import { runStrictChecksOnParsed } from '../strict/index.js';
 import type { UnsupportedParamName } from '../strict/unsupported-params-catalog.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
@@ -17,16 +17,8 @@ export function strictRejection(rejection: { status: number; code: string; error
     param,
     rejection: true,
     label: rejection.code,
+    strictShape: true,
   };
-}
-
-/**
- * A gateway-generated error in strict mode: the status's row of the standardization table (spec 7.2),
- * message and type, `param` and `code` null. `label` keeps the rejections metric's code (spec 6).
- */
-export function strictStatusError(status: number, label: string): GatewayError {
-  const { message, type } = describeStatus(status);
-  return { status, type, code: null, message, param: null, rejection: true, label };
 }
 
 /**
