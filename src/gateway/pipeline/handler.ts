@@ -111,14 +111,16 @@ interface StageDeps extends HandlerDeps {
 function failUnexpectedly(res: ServerResponse, deps: HandlerDeps, error: unknown): void {
   deps.logger.error({ err: error }, 'unexpected error on the request path');
   if (!res.headersSent) {
-    writeGatewayError(res, {
+    const internal: GatewayError = {
       status: 500,
       type: 'api_error',
       code: 'internal_error',
       message: 'Internal gateway error.',
       param: null,
       rejection: false,
-    });
+    };
+    // The serving table's mode: a bug may strike before the request has a context of its own.
+    writeGatewayError(res, inResponseMode(internal, deps.runtime().strictMode));
   } else {
     res.destroy();
   }
