@@ -24,7 +24,7 @@ type WatchedSocket = Socket & { [TRACKED]?: TrackedSocket };
  * Neither sockets nor responses are kept in a Set or a Map. V8's hash tables are rebuilt every few
  * dozen deletions, and the table left behind keeps its entries and a link to its successor; once
  * such a table has been promoted to the old generation, young collections keep every successor
- * alive with everything it held, until a full collection (docs/performance.md, changes 29 and 31).
+ * alive with everything it held, until a full collection.
  * A connection per request would delete an entry per request. Here each socket carries its own
  * record, and the list of open sockets is an array with O(1) removal (the last record takes the
  * removed one's place), which keeps nothing that closed.
