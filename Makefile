@@ -40,7 +40,9 @@ VITEST_REPORT := test/.tmp/vitest-report.json
 
 help: ## List the targets
 	@echo "usage: make <target>   (make run starts the quickstart, make test runs every check)"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{ printf "  %-13s %s\n", $$1, $$2 }' | sort
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' \
+	  '{ name[NR] = $$1; text[NR] = $$2; if (length($$1) > width) width = length($$1) } \
+	   END { for (i = 1; i <= NR; i++) printf "  %-" width "s  %s\n", name[i], text[i] }'
 
 $(LOCAL_NODE):
 	@echo "node $(SYSTEM_NODE_VERSION) is older than 22.19: fetching Node $(NODE_VERSION) from the npm registry into .tools/node"

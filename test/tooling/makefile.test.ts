@@ -201,9 +201,9 @@ describe('make with no target', () => {
     expect(result.status).toBe(0);
     const [usage, ...lines] = result.stdout.trimEnd().split('\n');
     expect(usage).toMatch(/^usage: make <target>/);
-    const documented = [...readFileSync(join(ROOT, 'Makefile'), 'utf8').matchAll(/^([a-z-]+):.*## /gm)].map(
-      (m) => m[1],
-    );
+    const documented = [
+      ...readFileSync(join(ROOT, 'Makefile'), 'utf8').matchAll(/^([a-z0-9-]+):.*## /gm),
+    ].map((m) => m[1]);
     expect(lines.map((l) => l.trim().split(/\s+/)[0]).sort()).toEqual(documented.sort());
     const column = new Set(lines.map((l) => /^ {2}\S+\s+/.exec(l)![0].length));
     expect(column.size).toBe(1);
