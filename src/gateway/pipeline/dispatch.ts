@@ -89,7 +89,8 @@ class Dispatch implements HeadListener {
     const route = ctx.route!;
     const fallback = route.fallback;
     this.#order = attemptOrder(route.strategy, route.providers, Math.random, route.share);
-    this.#attempts = Math.min(this.#order.length, fallback?.maxAttempts ?? 1);
+    // The attempt order holds every provider once and maxAttempts is at most their number.
+    this.#attempts = fallback?.maxAttempts ?? 1;
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     // It never cuts the last attempt of several: only a lone attempt ends in 504 first_token_timeout.
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);

@@ -247,7 +247,8 @@ function compileFallback(
     onStatus: compileStatusMatcher(fallback.on_status ?? []),
     onRateLimit: fallback.on_rate_limit ?? false,
     onConnectionError: fallback.on_connection_error ?? true,
-    maxAttempts: Math.max(1, Math.min(fallback.max_attempts ?? providerCount, providerCount)),
+    // The schema keeps max_attempts between 1 and the pool's size; this is the one place it is resolved.
+    maxAttempts: fallback.max_attempts ?? providerCount,
     firstTokenTimeoutMs: fallback.first_token_timeout_ms,
   };
 }

@@ -38,6 +38,7 @@ export interface FallbackPolicy {
   readonly onStatus: (status: number) => boolean;
   readonly onRateLimit: boolean;
   readonly onConnectionError: boolean;
+  /** Attempts per request, first included: at most the pool's size, each to another provider. */
   readonly maxAttempts: number;
   /** Milliseconds, or undefined when no first-token deadline is armed. */
   readonly firstTokenTimeoutMs: number | undefined;
