@@ -278,6 +278,20 @@ function ratioToFloor(rates: Map<string, number[]>, name: string): number | unde
   return ratios && median(ratios);
 }
 
+/** The closed-loop section: every target in alternating rounds, as rows. */
+async function measureClosed(plan: Plan, targets: readonly Target[], upstreamPid: number): Promise<Row[]> {
+  const results = await alternate(
+    plan,
+    targets,
+    'closed loop',
+    (target) =>
+      closedLoop(target, upstreamPid, { connections: plan.connections, durationSeconds: plan.closedSeconds }),
+    (r) => r.cpu,
+    plan.closedRounds,
+  );
+  return closedRows(plan, results);
+}
+
 function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & UpstreamDelta)[]>): Row[] {
   const rates = new Map(
     [...results].map(([name, runs]) => [name, runs.map((r) => r.ok / r.durationSeconds)]),
@@ -729,21 +743,7 @@ async function main(): Promise<void> {
       // The sections whose verdicts hang on latency tails go first: a quiet spell on a shared machine
       // lasts minutes, and --start-when-quiet starts the run at the beginning of one.
       const sections: Record<Exclude<Section, 'reload'>, () => Promise<Row[]>> = {
-        closed: async () => {
-          const results = await alternate(
-            plan,
-            targets,
-            'closed loop',
-            (target) =>
-              closedLoop(target, upstreamPid, {
-                connections: plan.connections,
-                durationSeconds: plan.closedSeconds,
-              }),
-            (r) => r.cpu,
-            plan.closedRounds,
-          );
-          return closedRows(plan, results);
-        },
+        closed: () => measureClosed(plan, targets, upstreamPid),
         open: async () => {
           const results = await alternate(
             plan,
@@ -1094,21 +1094,7 @@ async function headlineRun(
           (r) => r.cpu,
         ),
       );
-      closed = closedRows(
-        plan,
-        await alternate(
-          plan,
-          targets,
-          'closed loop',
-          (target) =>
-            closedLoop(target, upstreamPid, {
-              connections: plan.connections,
-              durationSeconds: plan.closedSeconds,
-            }),
-          (r) => r.cpu,
-          plan.closedRounds,
-        ),
-      );
+      closed = await measureClosed(plan, targets, upstreamPid);
     } finally {
       await Promise.all([...running.values()].map((proxy) => proxy.stop()));
       ownPids.splice(1);
