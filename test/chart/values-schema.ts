@@ -11,6 +11,7 @@
  * expressions in any field, so they are only checked to be lists of objects; the API server and
  * the render tests (kubernetes-models) check what they render to.
  */
+import { FAULT_MODES } from '../fixtures/fault-modes.ts';
 import { kubernetesSchemas } from './k8s-openapi.ts';
 
 type Schema = Record<string, unknown>;
@@ -73,20 +74,6 @@ const monitor = (): Schema =>
     metricRelabelings: k8sList(),
   });
 
-/** Mirrors src/simulator/config/schema.ts; the render tests load the generated TOML with the simulator's own loader. */
-const FAULT_MODES = [
-  'cut_between_frames',
-  'cut_mid_frame',
-  'reset',
-  'stall',
-  'error_envelope_200',
-  'error_400_in_sse',
-  'no_done',
-  'no_usage',
-  'cancelled_499',
-  'mid_reasoning',
-  'mid_tool_call',
-];
 const simulatorModel = (): Schema =>
   strict({
     output_tokens: int(1),
@@ -98,7 +85,7 @@ const simulatorModel = (): Schema =>
     }),
     scheduler: strict({ max_num_seqs: int(1), max_waiting: int(0) }),
     fault: strict(
-      { mode: { enum: FAULT_MODES }, after_chunks: int(0), delay_ms: int(0), utf8: bool() },
+      { mode: { enum: [...FAULT_MODES] }, after_chunks: int(0), delay_ms: int(0), utf8: bool() },
       { required: ['mode'] },
     ),
   });

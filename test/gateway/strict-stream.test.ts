@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { UNTRUSTED_ERROR_ROWS } from '../fixtures/strict-errors.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
 import { startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
@@ -411,20 +412,9 @@ describe('a provider answer that arrives in one piece with its end', () => {
 // --- embedded code masking ----------------------------------------------------------------------
 
 describe('embedded error codes in a stream, masked for an untrusted provider (spec 7.2)', () => {
-  const TABLE: [code: unknown, status: number, type: string, message: string][] = [
-    [400, 400, 'invalid_request_error', 'Invalid request'],
-    [401, 502, 'api_error', 'Bad gateway'],
-    [402, 502, 'api_error', 'Bad gateway'],
-    [403, 502, 'api_error', 'Bad gateway'],
-    [404, 404, 'not_found_error', 'Not found'],
-    [408, 504, 'api_error', 'Gateway timeout'],
-    [413, 413, 'invalid_request_error', 'Request too large'],
-    [422, 422, 'invalid_request_error', 'Invalid request'],
-    [429, 429, 'rate_limit_error', 'Rate limit exceeded'],
-    [451, 502, 'api_error', 'Bad gateway'],
-    [500, 500, 'api_error', 'Internal server error'],
-    [502, 502, 'api_error', 'Bad gateway'],
-    [503, 503, 'api_error', 'Service unavailable'],
+  /** The spec's numeric rows, then codes given as numeric strings and as names (spec 7.2). */
+  const TABLE: (readonly [code: unknown, status: number, type: string, message: string])[] = [
+    ...UNTRUSTED_ERROR_ROWS,
     ['403', 502, 'api_error', 'Bad gateway'],
     ['429', 429, 'rate_limit_error', 'Rate limit exceeded'],
     ['rate_limit', 429, 'rate_limit_error', 'Rate limit exceeded'],

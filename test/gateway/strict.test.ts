@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { UNTRUSTED_ERROR_ROWS } from '../fixtures/strict-errors.js';
 import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
@@ -760,22 +761,10 @@ describe('response sanitization, non-streaming (spec 4.5)', () => {
 
 // --- error standardization -----------------------------------------------------------------------
 
-/** Spec 7.2: masking (untrusted) then the status table; outside the table, the module's decisions. */
-const ERROR_TABLE: [status: number, surfaced: number, type: string, message: string][] = [
-  [400, 400, 'invalid_request_error', 'Invalid request'],
-  [401, 502, 'api_error', 'Bad gateway'],
-  [402, 502, 'api_error', 'Bad gateway'],
-  [403, 502, 'api_error', 'Bad gateway'],
-  [404, 404, 'not_found_error', 'Not found'],
-  [408, 504, 'api_error', 'Gateway timeout'],
-  [413, 413, 'invalid_request_error', 'Request too large'],
-  [422, 422, 'invalid_request_error', 'Invalid request'],
-  [429, 429, 'rate_limit_error', 'Rate limit exceeded'],
-  [451, 502, 'api_error', 'Bad gateway'],
-  [500, 500, 'api_error', 'Internal server error'],
-  [502, 502, 'api_error', 'Bad gateway'],
-  [503, 503, 'api_error', 'Service unavailable'],
-  // Outside the spec's tables.
+/** Spec 7.2: masking (untrusted) then the status table; outside the spec's tables, the gateway's rows. */
+const ERROR_TABLE: (readonly [status: number, surfaced: number, type: string, message: string])[] = [
+  ...UNTRUSTED_ERROR_ROWS,
+  // Outside the spec's tables: masking sends any other 4xx to 502; 504 and 529 have their own rows.
   [409, 502, 'api_error', 'Bad gateway'],
   [504, 504, 'api_error', 'Gateway timeout'],
   [529, 529, 'overloaded_error', 'Overloaded'],

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ABRUPT_FAULT_MODES, FAULT_MODES, type FaultMode } from '../fixtures/fault-modes.js';
+import { STANDARD_MESSAGES } from '../fixtures/strict-errors.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { ROOT } from '../helpers/process.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
@@ -31,30 +33,6 @@ import {
  * whether every limit slot was released. The observed rows are written for the report and compared
  * with the committed docs/reliability.md.
  */
-
-const MODES = [
-  'cut_between_frames',
-  'cut_mid_frame',
-  'reset',
-  'stall',
-  'error_envelope_200',
-  'error_400_in_sse',
-  'no_done',
-  'no_usage',
-  'cancelled_499',
-  'mid_reasoning',
-  'mid_tool_call',
-] as const;
-type Mode = (typeof MODES)[number];
-
-/** Modes whose connection dies (the upstream body fails). */
-const ABRUPT: ReadonlySet<Mode> = new Set([
-  'cut_between_frames',
-  'cut_mid_frame',
-  'reset',
-  'mid_reasoning',
-  'mid_tool_call',
-]);
 
 const KEY = 'sk-matrix-4f1c9a7e2b';
 const GIVE_UP_MS = 2_500;
@@ -215,12 +193,12 @@ function bodyOf(endpoint: Endpoint, model: string, stream: boolean): Record<stri
     : { model, prompt: 'hi', stream };
 }
 
-const directive = (mode: Mode, afterChunks: number): string =>
+const directive = (mode: FaultMode, afterChunks: number): string =>
   `${mode};after_chunks=${afterChunks};delay_ms=5`;
 
 /** What the simulator itself sends for a fault, asked directly (the fault path is deterministic). */
 const baselines = new Map<string, Exchange>();
-async function baseline(endpoint: Endpoint, afterChunks: number, mode: Mode): Promise<Exchange> {
+async function baseline(endpoint: Endpoint, afterChunks: number, mode: FaultMode): Promise<Exchange> {
   const key = `${endpoint}/${afterChunks}/${mode}`;
   let seen = baselines.get(key);
   if (!seen) {
@@ -238,22 +216,6 @@ async function baseline(endpoint: Endpoint, afterChunks: number, mode: Mode): Pr
 }
 
 // --- describing what the client received ---------------------------------------------------------
-
-/** Messages of the gateway's standard error object (spec 7.2 and docs/architecture.md). */
-const STANDARD_MESSAGES = new Set([
-  'Invalid request',
-  'Authentication failed',
-  'Permission denied',
-  'Not found',
-  'Rate limit exceeded',
-  'Internal server error',
-  'Bad gateway',
-  'Service unavailable',
-  'Request timeout',
-  'Request too large',
-  'Gateway timeout',
-  'Overloaded',
-]);
 
 function labelOf(event: Record<string, unknown> | string): string {
   if (event === '[DONE]') return '[DONE]';
@@ -339,9 +301,9 @@ interface Expected {
   last?: string;
 }
 
-function expectedFor(setup: Setup, mode: Mode): Expected {
+function expectedFor(setup: Setup, mode: FaultMode): Expected {
   if (setup.id === 'pool-before-first-frame') {
-    if (ABRUPT.has(mode) || mode === 'stall' || mode === 'error_envelope_200') {
+    if (ABRUPT_FAULT_MODES.has(mode) || mode === 'stall' || mode === 'error_envelope_200') {
       // No byte reached the client: the attempt is abandoned and the backup serves the whole answer.
       return { end: 'clean', done: true, failover: true, last: '[DONE]' };
     }
@@ -350,7 +312,7 @@ function expectedFor(setup: Setup, mode: Mode): Expected {
   if (mode === 'no_done') return { end: 'clean', done: false, failover: false, last: 'finish' };
   if (mode === 'no_usage') return { end: 'clean', done: true, failover: false, last: '[DONE]' };
   if (!setup.strict) {
-    if (ABRUPT.has(mode)) return { end: 'transport_error', done: false, failover: false };
+    if (ABRUPT_FAULT_MODES.has(mode)) return { end: 'transport_error', done: false, failover: false };
     if (mode === 'error_envelope_200') return { end: 'clean', done: true, failover: false, last: '[DONE]' };
     if (mode === 'error_400_in_sse')
       return { end: 'clean', done: false, failover: false, last: "error 400 (provider's)" };
@@ -358,7 +320,8 @@ function expectedFor(setup: Setup, mode: Mode): Expected {
   }
   const trusted = setup.id === 'strict-trusted';
   // A broken stream always ends with the gateway's own error event, trusted or not.
-  if (ABRUPT.has(mode)) return { end: 'clean', done: false, failover: false, last: 'error 502 (standard)' };
+  if (ABRUPT_FAULT_MODES.has(mode))
+    return { end: 'clean', done: false, failover: false, last: 'error 502 (standard)' };
   const embedded: Record<string, [string, string]> = {
     error_envelope_200: ['error 502 (standard)', "error 502 (provider's)"],
     error_400_in_sse: ['error 400 (standard)', "error 400 (provider's)"],
@@ -378,7 +341,7 @@ const PROVIDER_DETAIL = [
   'request_cancelled',
 ];
 
-async function runCell(setup: Setup, mode: Mode): Promise<MatrixRow> {
+async function runCell(setup: Setup, mode: FaultMode): Promise<MatrixRow> {
   const gateway = gateways[setup.gateway]!;
   const upstream = await baseline(setup.endpoint, setup.afterChunks, mode);
   const before = await scrape(gateway.adminUrl);
@@ -505,17 +468,17 @@ describe('fault matrix: eleven simulator faults through the gateway', () => {
     for (const setup of SETUPS) {
       it(`${setup.id}${ROUNDS > 1 ? ` (round ${round + 1})` : ''}`, { timeout: 120_000 }, async () => {
         const rows = (rounds[round] ??= []);
-        for (const mode of MODES) rows.push(await runCell(setup, mode));
+        for (const mode of FAULT_MODES) rows.push(await runCell(setup, mode));
       });
     }
   }
 
   it('is the same in every round, is written for the report, and matches docs/reliability.md', () => {
     const rows = rounds[0] ?? [];
-    expect(rows).toHaveLength(SETUPS.length * MODES.length);
+    expect(rows).toHaveLength(SETUPS.length * FAULT_MODES.length);
     for (const other of rounds.slice(1)) expect(other).toEqual(rows);
     // Sorted by fault, then setup, so one fault's behaviour across setups reads together.
-    const ordered = MODES.flatMap((mode) =>
+    const ordered = FAULT_MODES.flatMap((mode) =>
       SETUPS.map((s) => rows.find((r) => r.mode === mode && r.scenario === s.id)!),
     );
     const scenarios = SETUPS.map(({ id, description }) => ({ id, description }));

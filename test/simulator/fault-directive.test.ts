@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseFaultHeader } from '../../src/simulator/faults/directive.js';
-import { FAULT_MODES, U32_MAX, formatFault, type FaultSpec } from '../../src/simulator/faults/modes.js';
+import { U32_MAX, formatFault, type FaultSpec } from '../../src/simulator/faults/modes.js';
+import { FAULT_MODES } from '../fixtures/fault-modes.js';
 
 const ws = fc.constantFrom('', ' ', '  ', '\t', ' \t ');
 const mode = fc.constantFrom(...FAULT_MODES);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FAULT_MODES, type FaultSpec } from '../../src/simulator/faults/modes.js';
+import type { FaultSpec } from '../../src/simulator/faults/modes.js';
+import { FAULT_MODES, FAULT_TERMINAL } from '../fixtures/fault-modes.js';
 import { faultScript, tornFrame, CANCELLED_499_FRAME } from '../../src/simulator/faults/script.js';
 import type { EndpointKind, FrameContext } from '../../src/simulator/openai/frames.js';
 
@@ -34,23 +35,14 @@ describe('fault scripts (pure)', () => {
     }
   });
 
-  it('maps modes to terminal actions', () => {
-    const terminal = (mode: FaultSpec['mode']) =>
-      faultScript(spec(mode), { frame: ctx('chat'), includeUsage: false, promptTokens: 0 }).terminal.action;
-    expect(terminal('cut_between_frames')).toBe('close');
-    expect(terminal('mid_reasoning')).toBe('close');
-    expect(terminal('mid_tool_call')).toBe('close');
-    expect(terminal('cut_mid_frame')).toBe('tear');
-    expect(terminal('reset')).toBe('reset');
-    expect(terminal('stall')).toBe('stall');
-    for (const graceful of [
-      'error_envelope_200',
-      'error_400_in_sse',
-      'no_done',
-      'no_usage',
-      'cancelled_499',
-    ] as const) {
-      expect(terminal(graceful)).toBe('end');
+  it('maps every mode to its terminal action (spec 4.3)', () => {
+    for (const mode of FAULT_MODES) {
+      const { terminal } = faultScript(spec(mode), {
+        frame: ctx('chat'),
+        includeUsage: false,
+        promptTokens: 0,
+      });
+      expect(terminal.action, mode).toBe(FAULT_TERMINAL[mode]);
     }
   });
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAULT_MODES } from '../fixtures/fault-modes.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
 import {
   eventually,
@@ -17,20 +18,6 @@ import {
  * the chunked terminator and [DONE] come, and whether the connection ends with FIN or RST.
  */
 type Kind = 'chat' | 'completions';
-
-const VALID_MODES = [
-  'cut_between_frames',
-  'cut_mid_frame',
-  'reset',
-  'stall',
-  'error_envelope_200',
-  'error_400_in_sse',
-  'no_done',
-  'no_usage',
-  'cancelled_499',
-  'mid_reasoning',
-  'mid_tool_call',
-];
 
 let sim: StartedSim;
 
@@ -357,7 +344,7 @@ describe('directive validation', () => {
       expect(res.headers['content-type']).toBe('application/json');
       const body = JSON.parse(res.rawBody.toString('utf8')) as { error: Record<string, unknown> };
       expect(body.error.code).toBe('invalid_fault_directive');
-      for (const mode of VALID_MODES) expect(body.error.message).toContain(mode);
+      for (const mode of FAULT_MODES) expect(body.error.message).toContain(mode);
     }
   });
 
