@@ -4,16 +4,10 @@ import { AimdMetrics } from '../../src/gateway/balance/aimd-metrics.js';
 import {
   AimdRegistry,
   describePool,
-  isEligible,
   sameParameters,
   type PoolDescriptor,
 } from '../../src/gateway/balance/aimd-registry.js';
-import {
-  AIMD_DEFAULTS,
-  TargetSchema,
-  aimdApplies,
-  resolveAimd,
-} from '../../src/gateway/config/schema/index.js';
+import { AIMD_DEFAULTS, TargetSchema, resolveAimd } from '../../src/gateway/config/schema/index.js';
 import { ManualClock } from '../../src/gateway/limits/clock.js';
 import { feed, metricValue, scripted, TEST_AIMD } from './helpers.js';
 
@@ -36,8 +30,7 @@ function pool(overrides: Partial<PoolDescriptor> = {}): PoolDescriptor {
     key: 'llama',
     model: 'llama',
     providers: ['primary', 'backup'],
-    strategy: 'priority',
-    fallbackEnabled: true,
+    eligible: true,
     aimd: TEST_AIMD,
     firstTokenTimeoutMs: 3000,
     ...overrides,
@@ -51,20 +44,10 @@ function activeController(registry: AimdRegistry, descriptor: PoolDescriptor) {
   return controller!;
 }
 
-describe('eligibility', () => {
-  it('needs priority, fallback enabled, more than one provider and aimd not false', () => {
-    expect(isEligible(pool())).toBe(true);
-    expect(isEligible(pool({ aimd: undefined }))).toBe(true);
-    expect(isEligible(pool({ strategy: 'weighted_random' }))).toBe(false);
-    expect(isEligible(pool({ fallbackEnabled: false }))).toBe(false);
-    expect(isEligible(pool({ providers: ['primary'] }))).toBe(false);
-    expect(isEligible(pool({ aimd: false }))).toBe(false);
-    expect(isEligible(pool({ strategy: 'single', providers: ['http://a'] }))).toBe(false);
-  });
-
-  it('describes validated targets the way the schema decides eligibility', () => {
-    const targets = [
-      { providers: [{ url: 'http://a' }, { url: 'http://b' }], strategy: 'priority', fallback: {} },
+describe('describePool', () => {
+  // Which targets are eligible is aimdApplies' truth table (test/config/schema-helpers.test.ts).
+  it('describes validated targets with the eligibility aimdApplies decides', () => {
+    const [pooled, optedOut, single] = [
       {
         providers: [{ url: 'http://a', name: 'a' }, { url: 'http://b' }],
         strategy: 'priority',
@@ -75,43 +58,18 @@ describe('eligibility', () => {
         strategy: 'priority',
         fallback: { aimd: false },
       },
-      {
-        providers: [{ url: 'http://a' }, { url: 'http://b' }],
-        strategy: 'priority',
-        fallback: { enabled: false },
-      },
-      { providers: [{ url: 'http://a' }, { url: 'http://b' }], strategy: 'priority' },
-      { providers: [{ url: 'http://a' }, { url: 'http://b' }], fallback: {} },
-      { providers: [{ url: 'http://a' }], strategy: 'priority', fallback: {} },
       { url: 'http://a' },
     ].map((raw) => TargetSchema.parse(raw));
-    for (const target of targets)
-      expect(isEligible(describePool('llama', 'llama', target))).toBe(aimdApplies(target));
-    expect(targets.map((t) => aimdApplies(t))).toEqual([
-      true,
-      true,
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-    ]);
-
-    expect(describePool('llama:fast', 'llama', targets[1]!)).toEqual({
+    expect(describePool('llama:fast', 'llama', pooled!)).toEqual({
       key: 'llama:fast',
       model: 'llama',
       providers: ['a', 'http://b'],
-      strategy: 'priority',
-      fallbackEnabled: true,
+      eligible: true,
       aimd: { latency_budget_ms: 500 },
       firstTokenTimeoutMs: 900,
     });
-    expect(describePool('one', 'one', targets[7]!)).toMatchObject({
-      providers: ['http://a'],
-      strategy: 'single',
-      fallbackEnabled: false,
-    });
+    expect(describePool('llama', 'llama', optedOut!)).toMatchObject({ eligible: false, aimd: false });
+    expect(describePool('one', 'one', single!)).toMatchObject({ providers: ['http://a'], eligible: false });
   });
 });
 
@@ -140,8 +98,8 @@ describe('registry: reloads', () => {
     const { registry, read } = setup();
     const result = registry.rebuild([
       pool(),
-      pool({ key: 'mistral', model: 'mistral', strategy: 'weighted_random' }),
-      pool({ key: 'solo', model: 'solo', strategy: 'single', providers: ['http://solo'] }),
+      pool({ key: 'mistral', model: 'mistral', eligible: false }),
+      pool({ key: 'solo', model: 'solo', eligible: false, providers: ['http://solo'] }),
     ]);
     expect([...result.keys()]).toEqual(['llama', 'mistral', 'solo']);
     expect(result.get('llama')?.state).toBe('active');
@@ -238,9 +196,8 @@ describe('registry: reloads', () => {
 
 describe('registry: parking', () => {
   const ineligible: [string, Partial<PoolDescriptor>][] = [
-    ['one provider left', { providers: ['primary'] }],
-    ['fallback disabled', { fallbackEnabled: false }],
-    ['strategy no longer priority', { strategy: 'weighted_random' }],
+    ['one provider left', { providers: ['primary'], eligible: false }],
+    ['fallback disabled or strategy no longer priority', { eligible: false }],
   ];
   for (const [why, change] of ineligible) {
     it(`parks the controller (${why}) and resumes its share when the pool is eligible again`, async () => {
@@ -271,7 +228,7 @@ describe('registry: parking', () => {
     const { registry } = setup();
     const controller = activeController(registry, pool());
     feed(controller, 'bbbb');
-    registry.rebuild([pool({ providers: ['primary'] })]);
+    registry.rebuild([pool({ providers: ['primary'], eligible: false })]);
     const next = activeController(registry, pool({ providers: ['backup', 'primary'] }));
     expect(next).not.toBe(controller);
     expect(next.share).toBe(1);
@@ -281,7 +238,7 @@ describe('registry: parking', () => {
   it('does not park when the config changed otherwise as well', () => {
     const { registry } = setup();
     const controller = activeController(registry, pool());
-    registry.rebuild([pool({ providers: ['primary'], firstTokenTimeoutMs: 9000 })]);
+    registry.rebuild([pool({ providers: ['primary'], eligible: false, firstTokenTimeoutMs: 9000 })]);
     expect(registry.stateOf('llama')).toBeUndefined();
     expect(controller.state).toBe('retired');
     expect(activeController(registry, pool())).not.toBe(controller);
@@ -290,8 +247,10 @@ describe('registry: parking', () => {
   it('discards a parked controller whose parameters change while parked', () => {
     const { registry } = setup();
     const controller = activeController(registry, pool());
-    registry.rebuild([pool({ providers: ['primary'] })]);
-    registry.rebuild([pool({ providers: ['primary'], aimd: { ...TEST_AIMD, share_step: 0.25 } })]);
+    registry.rebuild([pool({ providers: ['primary'], eligible: false })]);
+    registry.rebuild([
+      pool({ providers: ['primary'], eligible: false, aimd: { ...TEST_AIMD, share_step: 0.25 } }),
+    ]);
     expect(controller.state).toBe('retired');
     const next = activeController(registry, pool({ aimd: { ...TEST_AIMD, share_step: 0.25 } }));
     expect(next).not.toBe(controller);
@@ -301,7 +260,7 @@ describe('registry: parking', () => {
     const { registry, read } = setup();
     const controller = activeController(registry, pool());
     feed(controller, 'bbbb');
-    expect(registry.rebuild([pool({ aimd: false })]).get('llama')).toBeUndefined();
+    expect(registry.rebuild([pool({ aimd: false, eligible: false })]).get('llama')).toBeUndefined();
     expect(controller.state).toBe('retired');
     expect(await read('aimd_active')).toBe(0);
     const next = activeController(registry, pool());
@@ -351,7 +310,7 @@ describe('registry: the shared tick', () => {
     feed(parked, 'bbbb');
     registry.rebuild([
       pool({ aimd: idle }),
-      pool({ key: 'other', model: 'other', aimd: idle, providers: ['primary'] }),
+      pool({ key: 'other', model: 'other', aimd: idle, providers: ['primary'], eligible: false }),
     ]);
     clock.advance(1000);
     registry.tick();

@@ -1,5 +1,5 @@
 import {
-  DEFAULT_STRATEGY,
+  aimdApplies,
   providerIdentity,
   resolveAimd,
   type AimdOverrides,
@@ -9,7 +9,7 @@ import {
 import { monotonicClock, type Clock } from '../limits/clock.js';
 import type { AimdMetrics, AimdSeries } from './aimd-metrics.js';
 import { ShareController, type ControllerState } from './aimd.js';
-import type { BalanceStrategy, Random } from './strategies.js';
+import type { Random } from './strategies.js';
 
 /**
  * Share controllers across configuration reloads (spec 3.1, DESIGN 3).
@@ -36,8 +36,8 @@ export interface PoolDescriptor {
   readonly model: string;
   /** Provider identities (`name`, defaulting to the url) in definition order. */
   readonly providers: readonly string[];
-  readonly strategy: BalanceStrategy;
-  readonly fallbackEnabled: boolean;
+  /** Whether a share controller runs on the pool, as `aimdApplies` decides it. */
+  readonly eligible: boolean;
   /** The `fallback.aimd` field as configured. */
   readonly aimd: false | AimdOverrides | undefined;
   /** The explicit `fallback.first_token_timeout_ms`, undefined when absent. */
@@ -55,18 +55,10 @@ export function describePool(
     key,
     model,
     providers: providers ? providers.map(providerIdentity) : target.url !== undefined ? [target.url] : [],
-    strategy: providers ? (target.strategy ?? DEFAULT_STRATEGY) : 'single',
-    fallbackEnabled: target.fallback?.enabled ?? false,
+    eligible: aimdApplies(target),
     aimd: target.fallback?.aimd,
     firstTokenTimeoutMs: target.fallback?.first_token_timeout_ms,
   };
-}
-
-/** Spec 3.1: a `priority` pool with fallback enabled, more than one provider and `aimd` not false. */
-export function isEligible(pool: PoolDescriptor): boolean {
-  return (
-    pool.strategy === 'priority' && pool.fallbackEnabled && pool.providers.length > 1 && pool.aimd !== false
-  );
 }
 
 interface Binding {
@@ -169,7 +161,7 @@ export class AimdRegistry {
       const previous = this.#slots.get(pool.key);
       const binding = bindingOf(pool);
       const kept = previous !== undefined && sameBinding(previous.binding, binding) ? previous : undefined;
-      if (isEligible(pool)) {
+      if (pool.eligible) {
         let slot = kept;
         if (slot) slot.controller.resume();
         else slot = this.#create(pool, binding.params!, binding);

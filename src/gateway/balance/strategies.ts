@@ -6,6 +6,8 @@
  * handful of providers, so the quadratic pick below is cheaper than any index structure).
  */
 
+import type { PoolStrategy } from '../config/schema/index.js';
+
 /** A uniform number in [0, 1), like `Math.random`. Injected so tests script the draws. */
 export type Random = () => number;
 
@@ -19,7 +21,8 @@ export interface PriorityReorder {
   orderFor<T>(providers: readonly T[]): readonly T[];
 }
 
-export type BalanceStrategy = 'single' | 'weighted_random' | 'priority';
+/** How a route orders its providers: its pool's strategy, or `single` for a single-provider target. */
+export type RouteStrategy = PoolStrategy | 'single';
 
 /** `priority`: definition order, unchanged. Returns the same array (no allocation). */
 export function priorityOrder<T>(providers: readonly T[]): readonly T[] {
@@ -83,11 +86,11 @@ export function deferPreferred<T>(providers: readonly T[]): readonly T[] {
 }
 
 /**
- * The attempt order for one request: the single entry point for the dispatch stage. `share` is the
+ * The attempt order for one request: the single entry point for the attempt loop. `share` is the
  * pool's share controller when one runs (priority pools only; ignored otherwise).
  */
 export function attemptOrder<T extends Weighted>(
-  strategy: BalanceStrategy,
+  strategy: RouteStrategy,
   providers: readonly T[],
   random: Random,
   share?: PriorityReorder,

@@ -7,14 +7,8 @@ import type { LimiterFactory } from '../limits/redis/store.js';
 import { LimiterRegistry, limiterId } from '../limits/registry.js';
 import type { BatchLimiter } from '../limits/types.js';
 import type { ConfigIssue } from '../config/issues.js';
-import type {
-  RuntimeTable,
-  AliasRoute,
-  ProviderRoute,
-  FallbackPolicy,
-  KeyLimits,
-  Strategy,
-} from './table.js';
+import type { RouteStrategy } from '../balance/strategies.js';
+import type { RuntimeTable, AliasRoute, ProviderRoute, FallbackPolicy, KeyLimits } from './table.js';
 import {
   DEFAULT_STRATEGY,
   DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
@@ -151,13 +145,13 @@ export function compileRuntime(
   };
 }
 
-function strategyOf(target: ResolvedTarget): Strategy {
+function strategyOf(target: ResolvedTarget): RouteStrategy {
   if (!target.providers) return 'single';
   return target.strategy ?? DEFAULT_STRATEGY;
 }
 
 /**
- * A single-provider target is compiled as a pool of one, so the dispatch stage has one shape to
+ * A single-provider target is compiled as a pool of one, so the attempt loop has one shape to
  * handle. In a pool, provider entries inherit the pool's settings where they leave them unset.
  */
 function compileProviders(

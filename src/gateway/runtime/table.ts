@@ -1,5 +1,6 @@
 import type { KeyIndex, TargetAuth } from '../auth/keys.js';
 import type { ShareController } from '../balance/aimd.js';
+import type { RouteStrategy } from '../balance/strategies.js';
 import type { CompiledReasoning } from '../reasoning/index.js';
 import type { UpstreamEndpoint } from '../http/upstream.js';
 import type { BatchLimiter, ConcurrencyLimiter, InflightLimiter, RateLimiter } from '../limits/types.js';
@@ -31,8 +32,6 @@ export interface KeyLimits {
   readonly concurrencyLimit: ConcurrencyLimiter | undefined;
 }
 
-export type Strategy = 'single' | 'weighted_random' | 'priority';
-
 export interface FallbackPolicy {
   /** Exact statuses and prefix wildcards (`5` = 5xx, `50` = 500-509) that move to the next provider. */
   readonly onStatus: (status: number) => boolean;
@@ -56,7 +55,7 @@ export interface AliasRoute {
   readonly inflight: InflightLimiter;
   /** Batch in-flight cap of the alias; undefined when uncapped or not enforced in this process. */
   readonly batch: BatchLimiter | undefined;
-  readonly strategy: Strategy;
+  readonly strategy: RouteStrategy;
   readonly providers: readonly ProviderRoute[];
   readonly fallback: FallbackPolicy | undefined;
   /** The first-token share controller of an eligible priority pool (spec 3.1). */

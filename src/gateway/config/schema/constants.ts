@@ -5,9 +5,10 @@ export const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'ma
 export type Effort = (typeof EFFORTS)[number];
 
 export const STRATEGIES = ['weighted_random', 'priority'] as const;
-export type Strategy = (typeof STRATEGIES)[number];
+/** The `strategy` a pool may configure. */
+export type PoolStrategy = (typeof STRATEGIES)[number];
 /** A pool without `strategy` balances at random by weight. */
-export const DEFAULT_STRATEGY: Strategy = 'weighted_random';
+export const DEFAULT_STRATEGY: PoolStrategy = 'weighted_random';
 
 /** The request surfaces a reasoning translation can be configured for (DESIGN 6). */
 export const REASONING_SURFACES = ['chat_completions', 'responses'] as const;

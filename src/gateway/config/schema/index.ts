@@ -23,7 +23,7 @@ export {
   REASONING_SURFACES,
   STRATEGIES,
 } from './constants.js';
-export type { Effort, ReasoningSurfaceName, Strategy } from './constants.js';
+export type { Effort, PoolStrategy, ReasoningSurfaceName } from './constants.js';
 export { EffortSchema } from './fields.js';
 export { SecretReferenceSchema, UpstreamKeySchema, tokenOwnershipIssues } from './secret-reference.js';
 export type { SecretReference } from './secret-reference.js';

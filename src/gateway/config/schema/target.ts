@@ -229,7 +229,10 @@ export function providerIdentity(provider: Pick<ProviderConfig, 'name' | 'url'>)
 
 /**
  * Whether the share controller runs on a target as configured (spec 3.1): a `priority` pool with
- * fallback enabled, more than one provider, and `aimd` not `false`.
+ * fallback enabled, more than one provider, and `aimd` not `false`. The only place this is decided:
+ * the deadline check below, the controller registry (`describePool`) and `gateway validate` ask it.
+ * It lives in config/ rather than balance/ because the schema's checks need it and config/ must not
+ * import balance/.
  */
 export function aimdApplies(target: Pick<TargetConfig, 'providers' | 'strategy' | 'fallback'>): boolean {
   return (
