@@ -1,18 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
   STRICT_STATUS_TABLE,
-  UPSTREAM_REJECTED_MESSAGE,
   describeStatus,
   embeddedErrorEvent,
   embeddedErrorStatus,
-  invalidUpstreamResponseBody,
-  invalidUpstreamResponseEvent,
   maskUpstreamStatus,
   standaloneEmbeddedError,
   standaloneEmbeddedErrorEvent,
   standaloneUpstreamErrorBody,
   standardErrorBody,
-  standardizeEmbeddedError,
 } from '../../src/gateway/strict/errors.js';
 import { SPEC_STATUS_TABLE, standardFor } from '../fixtures/strict-errors.js';
 
@@ -106,40 +102,11 @@ describe('embedded error codes', () => {
     };
     expect(eventData(embeddedErrorEvent(providerError, true))).toEqual({ error: providerError });
   });
-
-  it('200 JSON body with error: masked for untrusted, passthrough for trusted', () => {
-    expect(standardizeEmbeddedError({ code: 'rate_limit' }, false)).toEqual({
-      kind: 'standardized',
-      status: 429,
-      body: { error: { message: 'Rate limit exceeded', type: 'rate_limit_error', param: null, code: null } },
-    });
-    expect(standardizeEmbeddedError({ code: 401 }, false)).toMatchObject({ status: 502 });
-    expect(standardizeEmbeddedError({ code: 401 }, true)).toEqual({ kind: 'passthrough', status: 200 });
-  });
 });
 
+// The replacement bodies for upstream error statuses are checked through the server, status by
+// status, in test/gateway/sanitize.test.ts ("upstream errors under sanitize_response").
 describe('standalone sanitization bodies (4.6)', () => {
-  it.each([400, 401, 403, 404, 408, 413, 422, 429, 451, 499])(
-    '%i -> the fixed upstream_error object',
-    (status) => {
-      expect(standaloneUpstreamErrorBody(status)).toEqual({
-        error: {
-          message: UPSTREAM_REJECTED_MESSAGE,
-          type: 'invalid_request_error',
-          param: null,
-          code: 'upstream_error',
-        },
-      });
-      expect(UPSTREAM_REJECTED_MESSAGE).toBe('The upstream provider rejected the request.');
-    },
-  );
-
-  it.each([500, 502, 503, 504, 529, 301, 600])('%i -> the generic internal error', (status) => {
-    expect(standaloneUpstreamErrorBody(status)).toEqual({
-      error: { message: 'Internal server error', type: 'api_error', param: null, code: null },
-    });
-  });
-
   it('embedded errors: the status their code names, unmasked, and the replacement body', () => {
     expect(standaloneEmbeddedError({ code: 401, message: 'secret' })).toEqual({
       status: 401,
@@ -149,16 +116,5 @@ describe('standalone sanitization bodies (4.6)', () => {
     const event = standaloneEmbeddedErrorEvent({ code: 429, message: 'secret detail' });
     expect(eventData(event)).toEqual(standaloneUpstreamErrorBody(429));
     expect(event).not.toContain('secret');
-  });
-});
-
-describe('undeserializable upstream responses', () => {
-  it('502 Bad gateway as a body and as an event with numeric code', () => {
-    expect(invalidUpstreamResponseBody()).toEqual({
-      error: { message: 'Bad gateway', type: 'api_error', param: null, code: null },
-    });
-    expect(eventData(invalidUpstreamResponseEvent())).toEqual({
-      error: { message: 'Bad gateway', type: 'api_error', param: null, code: 502 },
-    });
   });
 });
