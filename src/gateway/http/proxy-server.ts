@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from './node-http.js';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 

@@ -1,4 +1,5 @@
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent } from './undici.js';
 import { UpstreamExchange, type HeadListener } from './upstream-exchange.js';
 
 /** Upstream client timeouts. The first-token deadline of a pool is separate (fallback settings). */

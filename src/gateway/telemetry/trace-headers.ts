@@ -1,19 +1,12 @@
-import {
-  ROOT_CONTEXT,
-  defaultTextMapGetter,
-  defaultTextMapSetter,
-  isSpanContextValid,
-  trace,
-} from '@opentelemetry/api';
 import type { Context, Span } from '@opentelemetry/api';
-import { NOOP_SPAN, activeTracing } from './trace-state.js';
+import { EMPTY_CONTEXT, NOOP_SPAN, activeTracing } from './trace-state.js';
 
 /**
  * W3C trace context on the way in and out (spec 2.2 `propagate_trace_context`).
  *
  * The format is fixed to W3C Trace Context whatever `OTEL_PROPAGATORS` says: the spec promises
  * `traceparent` and `tracestate` to providers, and the same propagator reads the client's headers
- * so the two sides agree. The propagator is loaded with the SDK (`startTracing`).
+ * so the two sides agree. The propagator and the API are loaded with the SDK (`startTracing`).
  */
 
 /** Headers that carry trace context or baggage; never forwarded to a provider that may not see it. */
@@ -31,8 +24,9 @@ export type InboundHeaders = Readonly<Record<string, string | string[] | undefin
  */
 export function extractTraceContext(headers: InboundHeaders): Context {
   const tracing = activeTracing();
-  if (tracing === undefined) return ROOT_CONTEXT;
-  return tracing.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+  if (tracing === undefined) return EMPTY_CONTEXT;
+  const { api } = tracing;
+  return tracing.propagator.extract(api.ROOT_CONTEXT, headers, api.defaultTextMapGetter);
 }
 
 /**
@@ -57,8 +51,10 @@ export function injectTraceHeaders(headers: OutboundHeaders, span: Span, propaga
   if (span === NOOP_SPAN) return;
   const tracing = activeTracing();
   // A span that outlived `shutdownTracing` is treated like the no-op span.
-  if (tracing === undefined || !isSpanContextValid(span.spanContext())) return;
+  if (tracing === undefined) return;
+  const { api } = tracing;
+  if (!api.isSpanContextValid(span.spanContext())) return;
   delete headers.traceparent;
   delete headers.tracestate;
-  tracing.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  tracing.propagator.inject(api.trace.setSpan(api.ROOT_CONTEXT, span), headers, api.defaultTextMapSetter);
 }

@@ -1,28 +1,19 @@
-import {
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Span,
-} from '@opentelemetry/api';
+import type { Attributes, Span, SpanStatusCode } from '@opentelemetry/api';
 import {
   ATTR_ERROR_TYPE,
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_REQUEST_RESEND_COUNT,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_HTTP_ROUTE,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-} from '@opentelemetry/semantic-conventions';
-import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_PROVIDER_NAME,
   ATTR_GEN_AI_REQUEST_MODEL,
   ATTR_GEN_AI_RESPONSE_MODEL,
   ATTR_GEN_AI_USAGE_INPUT_TOKENS,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
-} from '@opentelemetry/semantic-conventions/incubating';
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_REQUEST_RESEND_COUNT,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+} from './trace-attributes.js';
 import { extractTraceContext, type InboundHeaders } from './trace-headers.js';
 import { NOOP_SPAN, activeTracing } from './trace-state.js';
 
@@ -40,6 +31,9 @@ import { NOOP_SPAN, activeTracing } from './trace-state.js';
  */
 
 export { NOOP_SPAN };
+
+/** The API's `SpanStatusCode.ERROR`, as its number: the enum would load the API while tracing is off. */
+const SPAN_STATUS_ERROR = 2 satisfies SpanStatusCode.ERROR;
 
 /** `gen_ai.operation.name` values for the gateway's surfaces. */
 export type GenAiOperation = 'chat' | 'text_completion' | 'embeddings';
@@ -87,13 +81,13 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
  * number of distinct names a backend indexes.
  */
 export function startServerSpan(headers: InboundHeaders, method: string, route: string): Span {
-  const tracer = activeTracing()?.tracer;
-  if (tracer === undefined) return NOOP_SPAN;
+  const tracing = activeTracing();
+  if (tracing === undefined) return NOOP_SPAN;
   const known = KNOWN_METHODS.has(method);
-  return tracer.startSpan(
+  return tracing.tracer.startSpan(
     `${known ? method : 'HTTP'} ${route}`,
     {
-      kind: SpanKind.SERVER,
+      kind: tracing.api.SpanKind.SERVER,
       attributes: { [ATTR_HTTP_REQUEST_METHOD]: known ? method : '_OTHER', [ATTR_HTTP_ROUTE]: route },
     },
     extractTraceContext(headers),
@@ -116,7 +110,7 @@ export function endServerSpan(span: Span, status: number | undefined, errorType?
     if (status !== undefined) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
     if (errorType !== undefined || (status !== undefined && status >= 500)) {
       span.setAttribute(ATTR_ERROR_TYPE, errorType ?? String(status));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.setStatus({ code: SPAN_STATUS_ERROR });
     }
   }
   span.end();
@@ -141,8 +135,9 @@ export function startAttemptSpan(
   requestModel: string | undefined,
   options: AttemptSpanOptions = {},
 ): Span {
-  const tracer = activeTracing()?.tracer;
-  if (tracer === undefined) return NOOP_SPAN;
+  const tracing = activeTracing();
+  if (tracing === undefined) return NOOP_SPAN;
+  const { api } = tracing;
   const operation = options.operation ?? 'chat';
   const attributes: Attributes = {
     [ATTR_GEN_AI_OPERATION_NAME]: operation,
@@ -155,10 +150,10 @@ export function startAttemptSpan(
   if (attempt > 1) attributes[ATTR_HTTP_REQUEST_RESEND_COUNT] = attempt - 1;
   if (options.serverAddress !== undefined) attributes[ATTR_SERVER_ADDRESS] = options.serverAddress;
   if (options.serverPort !== undefined) attributes[ATTR_SERVER_PORT] = options.serverPort;
-  return tracer.startSpan(
+  return tracing.tracer.startSpan(
     requestModel === undefined ? operation : `${operation} ${requestModel}`,
-    { kind: SpanKind.CLIENT, attributes },
-    trace.setSpan(ROOT_CONTEXT, parent),
+    { kind: api.SpanKind.CLIENT, attributes },
+    api.trace.setSpan(api.ROOT_CONTEXT, parent),
   );
 }
 
@@ -207,7 +202,7 @@ export function setAttemptStatus(span: Span, status: number): void {
   span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
   if (status >= 400) {
     span.setAttribute(ATTR_ERROR_TYPE, String(status));
-    span.setStatus({ code: SpanStatusCode.ERROR });
+    span.setStatus({ code: SPAN_STATUS_ERROR });
   }
 }
 
@@ -219,7 +214,7 @@ export function setAttemptStatus(span: Span, status: number): void {
 export function setAttemptError(span: Span, errorType: string): void {
   if (!span.isRecording()) return;
   span.setAttribute(ATTR_ERROR_TYPE, errorType);
-  span.setStatus({ code: SpanStatusCode.ERROR });
+  span.setStatus({ code: SPAN_STATUS_ERROR });
 }
 
 /** Ends a span (attempt spans end when the attempt's response body has been relayed or abandoned). */

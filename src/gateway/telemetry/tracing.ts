@@ -1,4 +1,4 @@
-import { ProxyTracerProvider, context, logs, propagation, trace } from '@opentelemetry/api';
+import type * as OtelApi from '@opentelemetry/api';
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import { serviceNameOverride, tracingDecision, type TraceEnv, type TracingDecision } from './trace-env.js';
@@ -15,8 +15,9 @@ import { setActiveTracing } from './trace-state.js';
  *   timeout, compression), the batch processor `OTEL_BSP_*`, the sampler `OTEL_TRACES_SAMPLER*`,
  *   the resource `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`. Metrics and logs stay with
  *   prom-client and pino: the SDK is started with no metric readers and no log processors.
- * - Otherwise nothing is started, nor even loaded (the SDK costs about 400 ms of import time): the
- *   helpers hand out one shared no-op span.
+ * - Otherwise nothing is started, nor even loaded: no `@opentelemetry` package, the API included
+ *   (the SDK costs about 400 ms of import time; the API and the semantic-convention constants
+ *   several MB of memory). The helpers hand out one shared no-op span.
  */
 
 export {
@@ -70,6 +71,8 @@ export interface StartTracingOptions {
 }
 
 let sdk: NodeSDK | undefined;
+/** `@opentelemetry/api`, loaded with the SDK; set exactly while `sdk` is. */
+let api: typeof OtelApi | undefined;
 /** Set while `startTracing` is loading the SDK, so a concurrent second start is refused too. */
 let starting = false;
 
@@ -95,8 +98,9 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
 
   starting = true;
   try {
-    const [{ NodeSDK }, { SimpleSpanProcessor }, { OTLPTraceExporter }, { W3CTraceContextPropagator }] =
+    const [otelApi, { NodeSDK }, { SimpleSpanProcessor }, { OTLPTraceExporter }, { W3CTraceContextPropagator }] =
       await Promise.all([
+        import('@opentelemetry/api'),
         import('@opentelemetry/sdk-node'),
         import('@opentelemetry/sdk-trace'),
         import('@opentelemetry/exporter-trace-otlp-http'),
@@ -114,7 +118,12 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
     });
     started.start();
     sdk = started;
-    setActiveTracing({ tracer: trace.getTracer(TRACER_NAME), propagator: new W3CTraceContextPropagator() });
+    api = otelApi;
+    setActiveTracing({
+      api: otelApi,
+      tracer: otelApi.trace.getTracer(TRACER_NAME),
+      propagator: new W3CTraceContextPropagator(),
+    });
     return decision;
   } finally {
     starting = false;
@@ -131,9 +140,9 @@ export function isTracingEnabled(): boolean {
  * flushes by itself.
  */
 export async function flushTracing(): Promise<void> {
-  if (sdk === undefined) return;
-  const global = trace.getTracerProvider();
-  const provider: object = global instanceof ProxyTracerProvider ? global.getDelegate() : global;
+  if (sdk === undefined || api === undefined) return;
+  const global = api.trace.getTracerProvider();
+  const provider: object = global instanceof api.ProxyTracerProvider ? global.getDelegate() : global;
   if ('forceFlush' in provider && typeof provider.forceFlush === 'function') {
     await (provider.forceFlush as () => Promise<void>).call(provider);
   }
@@ -149,8 +158,10 @@ export type TracingShutdown = 'flushed' | 'timeout' | 'not_started';
  */
 export async function shutdownTracing(timeoutMs = 5_000): Promise<TracingShutdown> {
   const stopping = sdk;
-  if (stopping === undefined) return 'not_started';
+  const stoppingApi = api;
+  if (stopping === undefined || stoppingApi === undefined) return 'not_started';
   sdk = undefined;
+  api = undefined;
   setActiveTracing(undefined);
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => {
@@ -163,9 +174,9 @@ export async function shutdownTracing(timeoutMs = 5_000): Promise<TracingShutdow
     clearTimeout(timer);
     // The SDK leaves its globals registered; releasing them lets a later start (tests, an embedding
     // program) register fresh ones instead of being refused by the API's register-once rule.
-    trace.disable();
-    context.disable();
-    propagation.disable();
-    logs.disable();
+    stoppingApi.trace.disable();
+    stoppingApi.context.disable();
+    stoppingApi.propagation.disable();
+    stoppingApi.logs.disable();
   }
 }
