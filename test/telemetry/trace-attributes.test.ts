@@ -6,7 +6,8 @@ import * as written from '../../src/gateway/telemetry/trace-attributes.js';
 /** The attribute names written out in trace-attributes.ts are the package's, letter for letter. */
 describe('trace attribute names', () => {
   it.each(Object.entries(written))('%s is the semantic conventions’ value', (name, value) => {
-    const fromPackage = (stable as Record<string, unknown>)[name] ?? (incubating as Record<string, unknown>)[name];
+    const fromPackage =
+      (stable as Record<string, unknown>)[name] ?? (incubating as Record<string, unknown>)[name];
     expect(fromPackage).toBeDefined();
     expect(value).toBe(fromPackage);
   });

@@ -98,14 +98,19 @@ export async function startTracing(options: StartTracingOptions = {}): Promise<T
 
   starting = true;
   try {
-    const [otelApi, { NodeSDK }, { SimpleSpanProcessor }, { OTLPTraceExporter }, { W3CTraceContextPropagator }] =
-      await Promise.all([
-        import('@opentelemetry/api'),
-        import('@opentelemetry/sdk-node'),
-        import('@opentelemetry/sdk-trace'),
-        import('@opentelemetry/exporter-trace-otlp-http'),
-        import('@opentelemetry/core'),
-      ]);
+    const [
+      otelApi,
+      { NodeSDK },
+      { SimpleSpanProcessor },
+      { OTLPTraceExporter },
+      { W3CTraceContextPropagator },
+    ] = await Promise.all([
+      import('@opentelemetry/api'),
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/sdk-trace'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/core'),
+    ]);
     const started = new NodeSDK({
       ...(decision.serviceName === undefined ? {} : { serviceName: decision.serviceName }),
       ...(options.exporter === undefined
