@@ -5,7 +5,8 @@
  *
  *   node bench/run.ts [--quick] [--json <file>] [--only closed,open,stream,paced,memory,reload]
  *                     [--quiet-wait <seconds>] [--start-when-quiet <minutes>] [--proxy-node-args=<flags>]
- *   node bench/run.ts --headline [--quick] [--json <file>] ...
+ *   node bench/run.ts --headline [--quick] [--json <file>] [--only memory] [--proxies plain,strict]
+ *                     [--gateway-bin <bin/gateway.js of another build>] ...
  *
  * `--headline` measures, in one run, the floor, nginx, Portkey's gateway and the gateway (plain and
  * strict) in the closed loop, the open loop and the memory row, and prints the headline table of
@@ -614,6 +615,11 @@ const USAGE = `Usage: node bench/run.ts [options]
   --headline                the headline table instead: floor, nginx, Portkey's gateway and the
                             gateway (plain, strict) in one run, closed loop, open loop and 1,000
                             streams held open (about 10 min on an idle machine; --quick: 2 min)
+  --only memory             with --headline: only the memory row (idle RSS and RSS with the streams
+                            live), each proxy started afresh (a few minutes)
+  --proxies <names>         with --headline: only these of floor,nginx,portkey,plain,strict
+  --gateway-bin <file>      with --headline: the gateway rows run this build's bin/gateway.js
+                            (a before/after: git worktree add /tmp/before <commit>, make build there)
   --quick                   one round with short windows (about 90 s; make bench-quick)
   --only <sections>         comma-separated subset of: ${SECTIONS.join(',')}
   --json <file>             also write the rows and the budget lines as JSON
@@ -640,10 +646,14 @@ async function main(): Promise<void> {
       'start-when-quiet': { type: 'string' },
       'proxy-node-args': { type: 'string' },
       headline: { type: 'boolean', default: false },
+      proxies: { type: 'string' },
+      'gateway-bin': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
-  if (values.headline && values.only) throw new Error('--headline runs its own sections; drop --only');
+  if (values.headline && values.only && values.only !== 'memory')
+    throw new Error('--headline runs its own sections; --only takes only memory with it');
+  if (values.proxies && !values.headline) throw new Error('--proxies goes with --headline');
   if (values.help) {
     process.stdout.write(USAGE);
     return;
@@ -668,7 +678,11 @@ async function main(): Promise<void> {
   const stealBefore = stealSeconds();
   log(`loopback round trip between two processes: ${renderRoundTrip(tripBefore)}`);
   if (values.headline) {
-    await headlineRun(plan, nodeArgs, nodeArgsText, host, tripBefore, stealBefore, values.json);
+    await headlineRun(plan, nodeArgs, nodeArgsText, host, tripBefore, stealBefore, values.json, {
+      memoryOnly: values.only === 'memory',
+      proxies: values.proxies?.split(',').map((name) => name.trim()),
+      gatewayBin: values['gateway-bin'],
+    });
     return;
   }
 
@@ -911,6 +925,16 @@ async function main(): Promise<void> {
   }
 }
 
+/** What of the headline to measure (`--only memory`, `--proxies`, `--gateway-bin`). */
+interface HeadlineChoice {
+  /** Only the memory row: each proxy's idle RSS and its RSS with the streams live. */
+  memoryOnly: boolean;
+  /** Names of the proxies to measure (floor, nginx, portkey, plain, strict); undefined: all. */
+  proxies: string[] | undefined;
+  /** Another build's `bin/gateway.js` for the gateway rows (a before/after). */
+  gatewayBin: string | undefined;
+}
+
 /** A proxy of the headline run, started afresh by `start`. */
 interface Contender {
   name: string;
@@ -931,6 +955,7 @@ async function headlineRun(
   tripBefore: Awaited<ReturnType<typeof loopbackRoundTrip>>,
   stealBefore: number,
   jsonPath: string | undefined,
+  choice: HeadlineChoice,
 ): Promise<void> {
   const upstream = await startUpstream(1);
   const upstreamPid = upstream.service.pid;
@@ -1010,7 +1035,10 @@ async function headlineRun(
       name: `gateway ${kind}`,
       label: `gateway ${kind}`,
       start: async () => {
-        const gateway = await startGateway(kind, gatewayConfig(kind, upstream.ports), { nodeArgs });
+        const gateway = await startGateway(kind, gatewayConfig(kind, upstream.ports), {
+          nodeArgs,
+          ...(choice.gatewayBin ? { bin: choice.gatewayBin } : {}),
+        });
         return {
           target: {
             name: `gateway ${kind}`,
@@ -1024,14 +1052,26 @@ async function headlineRun(
       },
     });
   }
+  if (choice.proxies) {
+    const wanted = new Set(choice.proxies);
+    for (const name of wanted) {
+      if (!['floor', 'nginx', 'portkey', 'plain', 'strict'].includes(name))
+        throw new Error(`--proxies: unknown proxy ${name} (floor, nginx, portkey, plain, strict)`);
+    }
+    contenders.splice(
+      0,
+      contenders.length,
+      ...contenders.filter((c) => wanted.has(c.name.replace(/^gateway /, ''))),
+    );
+  }
   for (const reason of skipped) log(`left out of the headline: ${reason}`);
 
   const labels = new Map<string, string>([['direct', 'direct (no proxy)']]);
   /** nginx and Portkey: left out, with the reason, when they cannot run; the floor and the gateway never. */
   const isBaseline = (contender: Contender): boolean =>
     contender.name !== 'floor' && !contender.name.startsWith('gateway');
-  let closed: Row[];
-  let open: Row[];
+  let closed: Row[] = [];
+  let open: Row[] = [];
   const memory = new Map<string, SlowStreamsResult>();
   const memoryRows: Row[] = [];
   try {
@@ -1071,30 +1111,33 @@ async function headlineRun(
         labels.set(contender.name, contender.label);
         targets.push(target);
       }
-      for (const target of targets) {
-        log(`warm-up: ${target.name}`);
-        await closedLoop(target, upstreamPid, {
-          connections: plan.connections,
-          durationSeconds: plan.warmupSeconds,
-          measure: false,
-        });
-      }
-      // Open loop first, as in the full run: its tails are what a quiet spell is needed for.
-      open = openRows(
-        plan,
-        await alternate(
+      // --only memory: the pass-through check above, then straight to the memory row.
+      if (!choice.memoryOnly) {
+        for (const target of targets) {
+          log(`warm-up: ${target.name}`);
+          await closedLoop(target, upstreamPid, {
+            connections: plan.connections,
+            durationSeconds: plan.warmupSeconds,
+            measure: false,
+          });
+        }
+        // Open loop first, as in the full run: its tails are what a quiet spell is needed for.
+        open = openRows(
           plan,
-          targets,
-          'open loop',
-          (target) =>
-            openLoop(target, upstreamPid, {
-              ratePerSecond: plan.openRate,
-              durationSeconds: plan.openSeconds,
-            }),
-          (r) => r.cpu,
-        ),
-      );
-      closed = await measureClosed(plan, targets, upstreamPid);
+          await alternate(
+            plan,
+            targets,
+            'open loop',
+            (target) =>
+              openLoop(target, upstreamPid, {
+                ratePerSecond: plan.openRate,
+                durationSeconds: plan.openSeconds,
+              }),
+            (r) => r.cpu,
+          ),
+        );
+        closed = await measureClosed(plan, targets, upstreamPid);
+      }
     } finally {
       await Promise.all([...running.values()].map((proxy) => proxy.stop()));
       ownPids.splice(1);
@@ -1145,8 +1188,11 @@ async function headlineRun(
       `${plan.closedRounds} rounds of ${plan.closedSeconds} s; × floor = median over rounds of the rate / the floor's in the ` +
       `same round. Added latency: open loop at ${plan.openRate} req/s, ${plan.rounds} rounds of ${plan.openSeconds} s, ` +
       `minus direct's in the same round (median over rounds). Memory: ${plan.memory.streams} streams held open ` +
-      `(one event every ${plan.headlineMemoryIntervalMs} ms) through a freshly started proxy, peak RSS (nginx: master + worker). ` +
+      `(one event every ${plan.headlineMemoryIntervalMs} ms) through a freshly started proxy: RSS before the first stream ` +
+      `(idle) and peak RSS while they are live (nginx: master + worker). ` +
       `Total time ${fmt(elapsed, 0)} s.`,
+    ...(choice.memoryOnly ? ['', 'Only the memory row was measured (`--only memory`).'] : []),
+    ...(choice.gatewayBin ? ['', `Gateway build: ${choice.gatewayBin}.`] : []),
     ...(skipped.length ? ['', ...skipped.map((reason) => `Left out: ${reason}`)] : []),
     '',
     machineState,

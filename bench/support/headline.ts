@@ -22,7 +22,10 @@ export interface HeadlineRow {
    * could not keep up, and its latency is queueing).
    */
   saturatedAt: number | undefined;
-  /** RSS before the streams and peak with 1,000 streams open (fresh process), MB. */
+  /**
+   * RSS of the freshly started proxy before the first stream (idle), and its peak (`VmHWM`) while
+   * the 1,000 streams are live, MB.
+   */
   idleRss: number | undefined;
   streamsRss: number | undefined;
   /** Streams open at once at the most, of those asked for. */
@@ -72,13 +75,15 @@ export function renderHeadline(rows: readonly HeadlineRow[], streams: number, op
   const header =
     `| proxy | throughput, req/s | × floor | CPU s / 10k req | added p50 ms, ${fmt(openRate, 0)} req/s | ` +
     `added p99 ms, ${fmt(openRate, 0)} req/s | ` +
-    `RSS MB, ${fmt(streams, 0)} streams open (idle) | failed | other load, cores |`;
+    `RSS MB, idle | RSS MB, ${fmt(streams, 0)} live streams | failed | other load, cores |`;
   const lines = rows.map((row) => {
     const memory =
       row.streamsRss === undefined
-        ? '–'
-        : `${fmt(row.streamsRss, 0)} (${fmt(row.idleRss, 0)})` +
-          (row.maxOpen !== undefined && row.maxOpen < streams ? `, at most ${row.maxOpen} open at once` : '');
+        ? '– | –'
+        : `${fmt(row.idleRss, 0)} | ${fmt(row.streamsRss, 0)}` +
+          (row.maxOpen !== undefined && row.maxOpen < streams
+            ? ` (at most ${row.maxOpen} open at once)`
+            : '');
     const saturated =
       row.saturatedAt === undefined
         ? ''
@@ -89,5 +94,5 @@ export function renderHeadline(rows: readonly HeadlineRow[], streams: number, op
       `${row.failed} | ${fmt(row.others)} |`
     );
   });
-  return [header, `|${'---|'.repeat(9)}`, ...lines].join('\n');
+  return [header, `|${'---|'.repeat(10)}`, ...lines].join('\n');
 }
