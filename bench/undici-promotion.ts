@@ -22,7 +22,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Readable } from 'node:stream';
 import { Agent, Client } from 'undici';
 import { ALIAS, CHAT_PATH, chatRequestBody } from './support/payloads.ts';
 import { ROOT } from './support/process.ts';
@@ -70,16 +69,28 @@ async function serve(variant: Variant, upstreamOrigin: string): Promise<void> {
         headers: { 'content-type': 'application/json' },
         body: Buffer.concat(chunks),
       };
-      const answer = (upstream: { statusCode: number; body: Readable }): void => {
-        res.writeHead(upstream.statusCode, { 'content-type': 'application/json' });
-        upstream.body.on('data', (chunk: Buffer) => res.write(chunk));
-        upstream.body.on('end', () => res.end());
-      };
       const fail = (): void => {
         res.writeHead(502).end();
       };
-      if (variant === 'request') agent.request(options).then(answer, fail);
-      else client.send(options, { headArrived: answer, headFailed: fail });
+      if (variant === 'request') {
+        agent.request(options).then((upstream) => {
+          res.writeHead(upstream.statusCode, { 'content-type': 'application/json' });
+          upstream.body.on('data', (chunk: Buffer) => res.write(chunk));
+          upstream.body.on('end', () => res.end());
+        }, fail);
+        return;
+      }
+      client.send(options, {
+        headArrived: (upstream) => {
+          res.writeHead(upstream.statusCode, { 'content-type': 'application/json' });
+          upstream.consume({
+            bodyData: (chunk) => res.write(chunk),
+            bodyEnded: () => res.end(),
+            bodyFailed: () => res.destroy(),
+          });
+        },
+        headFailed: fail,
+      });
     });
   });
   server.listen(0, '127.0.0.1', () => {

@@ -318,6 +318,23 @@ function asciiDigits(buf: Buffer, start: number, end: number): number | undefine
  * Serializer
  * ---------------------------------------------------------------------------------------------- */
 
+/**
+ * What an event's data is to an OpenAI-style stream: the `[DONE]` sentinel (surrounding whitespace
+ * tolerated), nothing (empty or only whitespace: carries no frame, like a comment), or a data frame.
+ * The one test of "the first data frame" (the commit point and the first-token sample).
+ */
+export function classifyData(data: string): 'done' | 'empty' | 'frame' {
+  if (data === '[DONE]') return 'done';
+  if (data.length === 0) return 'empty';
+  // Fast path: printable, non-space ASCII at both ends (a JSON object) cannot trim to anything else.
+  const first = data.charCodeAt(0);
+  const last = data.charCodeAt(data.length - 1);
+  if (first > 0x20 && first < 0x7f && last > 0x20 && last < 0x7f) return 'frame';
+  const trimmed = data.trim();
+  if (trimmed.length === 0) return 'empty';
+  return trimmed === '[DONE]' ? 'done' : 'frame';
+}
+
 /** The stream terminator of chat-completion streams. */
 export const DONE_EVENT = 'data: [DONE]\n\n';
 export const DONE_EVENT_BYTES: Buffer = Buffer.from(DONE_EVENT);

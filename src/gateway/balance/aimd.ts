@@ -56,7 +56,7 @@ export interface ShareSnapshot {
 }
 
 /**
- * One attempt as the dispatch stage sees it. The first outcome call settles the attempt; later
+ * One attempt as the attempt loop sees it. The first outcome call settles the attempt; later
  * calls return undefined and change nothing, so an attempt never counts twice (for example a late
  * first token racing the deadline that already abandoned it). `end` releases the in-flight slot and
  * may be called more than once.

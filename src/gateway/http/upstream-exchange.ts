@@ -1,15 +1,12 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import type { IncomingHttpHeaders } from 'node:http';
 import { errors, type Dispatcher } from 'undici';
 
-/** Same high-water mark as undici's own response bodies. */
+/** Body bytes held for a consumer that has not taken them yet before the provider is held back. */
 const BODY_HIGH_WATER_MARK = 64 * 1024;
 
-/** Called when a forwarded body breaks (after `forwardTo`); the caller decides how to end the client's response. */
-export type ForwardFailure = (error: Error) => void;
-
 /**
- * Takes a body chunk by chunk, straight from undici's callbacks (`UpstreamResponse.consume`).
+ * Takes a body chunk by chunk, straight from undici's callbacks (`UpstreamResponse.consume`): the
+ * one way a provider's body is read, whether it is forwarded, inspected, collected or re-emitted.
  * After `bodyEnded` or `bodyFailed` nothing more is delivered.
  */
 export interface BodyConsumer {
@@ -24,11 +21,9 @@ export interface BodyConsumer {
 const DRAIN_GRACE_MS = 1_000;
 
 /**
- * A provider's answer: status and headers, and its body, taken one of three ways (once):
- * `body`, a stream (backpressure reaches the socket); `forwardTo(res)`, which writes the body
- * to a client response straight from undici's callbacks, without a stream in between; or
- * `consume(consumer)`, which hands each chunk to a callback, also without a stream (a stream costs
- * a buffer, a `data` event and a resume per chunk: for a re-emitted event stream, every event).
+ * A provider's answer: status and headers, and its body, handed to one consumer at a time straight
+ * from undici's callbacks. There is no stream in between: a stream costs a buffer, a `data` event
+ * and a resume per chunk, for an event stream every event.
  */
 export class UpstreamResponse {
   readonly statusCode: number;
@@ -49,26 +44,10 @@ export class UpstreamResponse {
     return this.#exchange.bodyArrived;
   }
 
-  /** The body as a stream (created on first use). */
-  get body(): Readable {
-    return this.#exchange.bodyStream();
-  }
-
-  /**
-   * Writes the rest of the body to `res` (which has its head already) and ends it, pausing the
-   * provider while `res` is full. False when the body has been taken as a stream already; the
-   * caller then pipes it. After true: a broken body is reported to `onFailure` (nothing more is
-   * written). A client that leaves first is the caller's to notice: it aborts the exchange (the
-   * gateway's attempt does, on the request's abandon), and an aborted forward reports no failure.
-   */
-  forwardTo(res: ServerResponse, onFailure: ForwardFailure): boolean {
-    return this.#exchange.forward(res, onFailure);
-  }
-
   /**
    * Hands the body to `consumer`, chunk by chunk; what arrived before is delivered at once (unless
    * paused). A later call replaces the consumer: the chunks not delivered yet, and the body's end,
-   * go to the new one. Throws when the body was taken as a stream or forwarded.
+   * go to the new one.
    */
   consume(consumer: BodyConsumer): void {
     this.#exchange.consume(consumer);
@@ -93,7 +72,7 @@ export class UpstreamResponse {
     this.#exchange.drainConsumed();
   }
 
-  /** The consumer drops the body: the request is aborted and the consumer hears nothing more. */
+  /** Drops the body: the request is aborted and no consumer hears anything more. */
   discard(): void {
     this.#exchange.discardConsumed();
   }
@@ -115,8 +94,8 @@ export interface HeadListener {
 
 /**
  * One request to a provider, driven through undici's `dispatch` (the handler API) instead of its
- * `request` convenience: the listener hears of the status and headers, then the body arrives
- * through the callbacks below, into whichever way the reader took it.
+ * `request` convenience: the listener hears of the status and headers, then the body's chunks go
+ * to the response's consumer from the callbacks below.
  *
  * Why not `Agent.request`: its handler keeps a per-request arrow function over the dispatch
  * controller, and with it every request's objects (client request, response, streams) outlive
@@ -134,22 +113,17 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #aborted = false;
   #settled = false;
-  /** Body chunks that arrived before the reader chose a way to take the body. */
-  #early: Buffer[] = [];
-  #earlyBytes = 0;
-  /** The body ended (true) or failed (an error) before the reader chose. */
-  #earlyEnd: true | Error | undefined;
-
-  #body: UpstreamBody | undefined;
-  #sink: ServerResponse | undefined;
-  #onSinkFailure: ForwardFailure | undefined;
-  #sinkDone = false;
+  /** Body chunks not delivered yet: nobody has taken the body, or the consumer paused. */
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  /** How the body ended (true) or failed (an error), once known. */
+  #end: true | Error | undefined;
+  /** The current consumer has heard `#end` (a consumer that takes over hears it again). */
+  #endHeard = false;
 
   #consumer: BodyConsumer | undefined;
-  /** The consumer asked for no deliveries: chunks, and the end, wait in `#early` and `#earlyEnd`. */
+  /** The consumer asked for no deliveries: chunks, and the end, wait until it resumes. */
   #consumerPaused = false;
-  /** The consumer has heard the body's end or failure. */
-  #consumerFinished = false;
   /** undici is done with the body (ended or failed): it can no longer be aborted. */
   #bodyComplete = false;
   #drainTimer: NodeJS.Timeout | undefined;
@@ -160,72 +134,34 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   /**
    * Gives the request up: before the response head the listener hears `UND_ERR_ABORTED`,
-   * afterwards the body fails with that error (a stream is destroyed with it; a consumer hears it,
-   * at once or when it resumes; a forward stops writing and reports nothing, its client being
-   * gone). Idempotent.
+   * afterwards the consumer hears that error (at once, or when it resumes) in place of whatever
+   * still waited for it. Idempotent.
    */
   abort(): void {
     if (this.#aborted) return;
     this.#aborted = true;
-    if (this.#consumer) {
-      this.#abortConsumed();
-    } else if (this.#sink) {
-      if (this.#sinkDone) return;
-      this.#sinkDone = true;
+    if (this.#endHeard) return;
+    this.#held = [];
+    this.#heldBytes = 0;
+    if (this.#bodyComplete) {
+      // undici is done with the body: the consumer hears the abort from here, in place of the end
+      // that still waited for it.
+      this.#end = new errors.RequestAbortedError();
+      this.#deliverEnd();
+    } else {
+      // Reported back through onResponseError (or onRequestStart when not started yet).
       this.#controller?.abort(new errors.RequestAbortedError());
-    } else if (this.#body) {
-      if (!this.#body.destroyed) this.#body.destroy(new errors.RequestAbortedError());
-    } else if (this.#controller) {
-      this.#controller.abort(new errors.RequestAbortedError());
     }
-    // Not started yet (waiting for a connection): onRequestStart aborts it.
   }
 
   /** Body bytes, or the body's end, arrived before anyone took the body. */
   get bodyArrived(): boolean {
-    return this.#early.length > 0 || this.#earlyEnd !== undefined;
-  }
-
-  bodyStream(): Readable {
-    if (this.#body) return this.#body;
-    if (this.#consumer) throw new Error('the upstream body is being consumed already');
-    if (this.#sink) throw new Error('the upstream body is being forwarded already');
-    const body = new UpstreamBody(this.#controller!);
-    this.#body = body;
-    let room = true;
-    for (const chunk of this.#early) room = body.push(chunk);
-    this.#early = [];
-    if (this.#earlyEnd === true) body.push(null);
-    else if (this.#earlyEnd) body.destroy(this.#earlyEnd);
-    else if (room && this.#controller!.paused) this.#controller!.resume();
-    return body;
-  }
-
-  forward(res: ServerResponse, onFailure: ForwardFailure): boolean {
-    if (this.#body || this.#sink || this.#consumer) return false;
-    this.#sink = res;
-    this.#onSinkFailure = onFailure;
-    let room = true;
-    for (const chunk of this.#early) room = res.write(chunk);
-    this.#early = [];
-    if (this.#earlyEnd === true) {
-      this.#sinkDone = true;
-      res.end();
-    } else if (this.#earlyEnd) {
-      this.#sinkDone = true;
-      onFailure(this.#earlyEnd);
-    } else if (!room) {
-      this.#controller!.pause();
-      res.once('drain', resumeForward.bind(this));
-    } else if (this.#controller!.paused) {
-      this.#controller!.resume();
-    }
-    return true;
+    return this.#held.length > 0 || (this.#end !== undefined && this.#consumer === undefined);
   }
 
   consume(consumer: BodyConsumer): void {
-    if (this.#body || this.#sink) throw new Error('the upstream body was taken another way already');
     this.#consumer = consumer;
+    this.#endHeard = false;
     if (!this.#consumerPaused) this.#deliverHeld();
   }
 
@@ -243,8 +179,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   drainConsumed(): void {
     this.#consumer = IGNORE_BODY;
-    this.#early = [];
-    this.#earlyBytes = 0;
+    this.#held = [];
+    this.#heldBytes = 0;
     this.#consumerPaused = false;
     if (this.#bodyComplete) return;
     this.#drainTimer = setTimeout(abortExchange, DRAIN_GRACE_MS, this);
@@ -263,53 +199,26 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
    */
   #deliverHeld(): void {
     const consumer = this.#consumer!;
-    while (this.#early.length > 0) {
-      const chunk = this.#early.shift()!;
-      this.#earlyBytes -= chunk.length;
+    while (this.#held.length > 0) {
+      const chunk = this.#held.shift()!;
+      this.#heldBytes -= chunk.length;
       consumer.bodyData(chunk);
       // The consumer paused, was replaced, or dropped the body while taking this chunk.
       if (this.#consumerPaused || this.#consumer !== consumer) return;
     }
-    if (this.#earlyEnd !== undefined) {
-      const end = this.#earlyEnd;
-      this.#earlyEnd = undefined;
-      this.#finishConsumer(end);
-    } else if (!this.#bodyComplete && this.#controller!.paused) {
-      this.#controller!.resume();
-    }
+    if (this.#end !== undefined) this.#deliverEnd();
+    else if (!this.#bodyComplete && this.#controller?.paused === true) this.#controller.resume();
   }
 
-  /** The body ended (true) or failed: the consumer hears it now, or when it resumes. */
-  #finishConsumer(end: true | Error): void {
-    if (this.#consumerFinished) return;
-    if (this.#consumerPaused || this.#early.length > 0) {
-      this.#earlyEnd = end;
-      return;
-    }
-    this.#consumerFinished = true;
+  /** The consumer hears how the body ended, once it has every chunk and is not paused. */
+  #deliverEnd(): void {
+    const consumer = this.#consumer;
+    if (consumer === undefined || this.#endHeard || this.#consumerPaused || this.#held.length > 0) return;
+    this.#endHeard = true;
     clearTimeout(this.#drainTimer);
-    if (end === true) this.#consumer!.bodyEnded();
-    else this.#consumer!.bodyFailed(end);
-  }
-
-  /**
-   * An abort reaches the consumer as `UND_ERR_ABORTED`, in place of whatever still waits for it
-   * (even a held end: the body was given up before the consumer heard it).
-   */
-  #abortConsumed(): void {
-    if (this.#consumerFinished) return;
-    this.#early = [];
-    this.#earlyBytes = 0;
-    this.#earlyEnd = undefined;
-    const error = new errors.RequestAbortedError();
-    // undici reports the abort through onResponseError, unless it is done with the body already.
-    if (this.#bodyComplete) this.#finishConsumer(error);
-    else this.#controller!.abort(error);
-  }
-
-  /** The client's socket drained: let the provider's data flow again. */
-  sinkDrained(): void {
-    if (!this.#sinkDone) this.#controller?.resume();
+    const end = this.#end!;
+    if (end === true) consumer.bodyEnded();
+    else consumer.bodyFailed(end);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -326,55 +235,27 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     this.#settled = true;
     // After the parser's turn, as a promise would settle: the listener may abort this request or
     // send another, which undici's callbacks are not the place for. Body chunks that arrive first
-    // wait in `#early`.
+    // wait in `#held`.
     process.nextTick(deliverHead, this.#listener, new UpstreamResponse(this, statusCode, headers));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const consumer = this.#consumer;
     // Straight to the consumer, unless it paused or earlier chunks still wait for it.
-    if (consumer !== undefined && !this.#consumerPaused && this.#early.length === 0) {
+    if (consumer !== undefined && !this.#consumerPaused && this.#held.length === 0) {
       consumer.bodyData(chunk);
       return;
     }
-    const sink = this.#sink;
-    if (sink !== undefined) {
-      if (this.#sinkDone) return;
-      if (!sink.write(chunk)) {
-        controller.pause();
-        sink.once('drain', resumeForward.bind(this));
-      }
-      return;
-    }
-    const body = this.#body;
-    if (body !== undefined) {
-      if (!body.destroyed && !body.push(chunk)) controller.pause();
-      return;
-    }
-    this.#early.push(chunk);
-    this.#earlyBytes += chunk.length;
-    // Nobody has taken the body yet (the reader is one microtask away): hold at most a stream's worth.
-    if (this.#earlyBytes >= BODY_HIGH_WATER_MARK) controller.pause();
+    this.#held.push(chunk);
+    this.#heldBytes += chunk.length;
+    // Nobody takes chunks now (the reader is a tick away, or paused): hold at most a high-water mark.
+    if (this.#heldBytes >= BODY_HIGH_WATER_MARK) controller.pause();
   }
 
   onResponseEnd(): void {
     this.#bodyComplete = true;
-    if (this.#consumer !== undefined) {
-      this.#finishConsumer(true);
-      return;
-    }
-    if (this.#sink !== undefined) {
-      if (this.#sinkDone) return;
-      this.#sinkDone = true;
-      this.#sink.end();
-      return;
-    }
-    const body = this.#body;
-    if (body !== undefined) {
-      if (!body.destroyed) body.push(null);
-      return;
-    }
-    this.#earlyEnd = true;
+    this.#end = true;
+    this.#deliverEnd();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -384,24 +265,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       return;
     }
     this.#bodyComplete = true;
-    if (this.#consumer !== undefined) {
-      this.#finishConsumer(error);
-      return;
-    }
-    if (this.#sink !== undefined) {
-      if (this.#sinkDone) return;
-      this.#sinkDone = true;
-      this.#onSinkFailure!(error);
-      return;
-    }
-    const body = this.#body;
-    if (body === undefined) {
-      this.#earlyEnd = error;
-      return;
-    }
-    if (body.destroyed) return;
-    // Chunks already queued by the parser reach the body's readers first, as with undici's own API.
-    queueMicrotask(() => body.destroy(error));
+    this.#end = error;
+    this.#deliverEnd();
   }
 }
 
@@ -415,38 +280,4 @@ function deliverHeadFailure(listener: HeadListener, error: Error): void {
 
 function abortExchange(exchange: UpstreamExchange): void {
   exchange.abort();
-}
-
-function resumeForward(this: UpstreamExchange): void {
-  this.sinkDrained();
-}
-
-/**
- * The response body as a stream: reading resumes the paused parser; destroying it before its end
- * aborts the request (and reports `UND_ERR_ABORTED` when no other error is given, as undici's bodies
- * do).
- */
-class UpstreamBody extends Readable {
-  readonly #controller: Dispatcher.DispatchController;
-
-  constructor(controller: Dispatcher.DispatchController) {
-    super({ highWaterMark: BODY_HIGH_WATER_MARK });
-    this.#controller = controller;
-  }
-
-  override _read(): void {
-    this.#controller.resume();
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    let reason = error;
-    if (!this.readableEnded) {
-      reason ??= new errors.RequestAbortedError();
-      if (!this.#controller.aborted) this.#controller.abort(reason);
-    }
-    // Destroyed before anyone listens (aborted right as the head arrived): let the reader that is
-    // about to attach hear the error rather than have it go unheard, as undici's bodies do.
-    if (reason && this.listenerCount('error') === 0) setImmediate(callback, reason);
-    else callback(reason);
-  }
 }

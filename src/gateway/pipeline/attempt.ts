@@ -9,6 +9,8 @@ import type { Grant } from '../limits/types.js';
 import type { AbandonListener, RequestContext } from './context.js';
 import type { ResponseMode } from './response-mode.js';
 import type { Span } from '@opentelemetry/api';
+import type { Logger } from '../telemetry/logger.js';
+import type { GatewayMetrics } from '../telemetry/metrics.js';
 import { applyReasoning } from '../reasoning/index.js';
 import {
   NOOP_SPAN,
@@ -55,9 +57,33 @@ export function bodyFor(ctx: RequestContext, provider: ProviderRoute): Buffer | 
 }
 
 /**
- * One try of one provider. It can be aborted (client gone, or deadline) and, when armed, owns the
- * first-token deadline: a timer started with the attempt and cancelled at the commit point (the
- * first data frame, or the decision to answer). When the timer fires first, the attempt is aborted.
+ * Why an attempt was given up before anything reached the client. `client_gone` is the client's
+ * doing, not the provider's: it is never failed over and never counts against the provider.
+ */
+export type AbandonReason = 'status' | 'embedded_error' | 'deadline' | 'connection_error' | 'client_gone';
+
+/** The attempt loop: told when an attempt is abandoned, to fail over or answer. */
+export interface AttemptListener {
+  attemptAbandoned(attempt: Attempt, reason: AbandonReason, status: number | undefined): void;
+}
+
+export interface AttemptDeps {
+  logger: Logger;
+  metrics: GatewayMetrics;
+}
+
+/**
+ * One try of one provider, from the request it sends to the end of its response. It ends in
+ * exactly one of:
+ * - `commit()`: its response goes to the client (the head is written right after); no failover
+ *   follows, and the first-token deadline no longer applies;
+ * - `abandon(reason)` (or `failed(error)`, which finds the reason): nothing reached the client;
+ *   the outcome is recorded (metric, share controller, span, log), the provider's limit slots are
+ *   given back, and the attempt loop decides whether the next provider is tried.
+ *
+ * It can be aborted (client gone, or deadline) and, when armed, owns the first-token deadline: a
+ * timer started with the attempt and cancelled at commit. When the timer fires first, the attempt
+ * is aborted, and the failure that abort causes is read as `deadline`.
  *
  * An attempt is itself the grant the request holds for it (released when the request closes, if
  * not before): releasing it ends it and gives back the provider's limit slots it was given.
@@ -75,8 +101,11 @@ export class Attempt implements Grant, AbandonListener {
   readonly span: Span;
   readonly startedAt = performance.now();
   readonly #ctx: RequestContext;
+  readonly #deps: AttemptDeps;
+  readonly #listener: AttemptListener;
   /** The provider's limit slots taken for this attempt (none when the provider has no limits). */
   readonly #grants: GrantSet | undefined;
+  #state: 'open' | 'committed' | 'abandoned' = 'open';
   #aborted = false;
   #expired = false;
   #released = false;
@@ -94,9 +123,13 @@ export class Attempt implements Grant, AbandonListener {
       deadlineMs: number | undefined;
     },
     grants: GrantSet | undefined,
+    listener: AttemptListener,
+    deps: AttemptDeps,
   ) {
     this.#ctx = ctx;
     this.#grants = grants;
+    this.#listener = listener;
+    this.#deps = deps;
     this.provider = plan.provider;
     this.number = plan.number;
     this.last = plan.last;
@@ -110,6 +143,16 @@ export class Attempt implements Grant, AbandonListener {
         this.abort();
       }, plan.deadlineMs);
     }
+  }
+
+  /** Another provider may be tried if this attempt is abandoned (spec 2.5: `fallback` and attempts left). */
+  get canFailOver(): boolean {
+    return !this.last;
+  }
+
+  /** Whether the pool fails over on `status` (a response status, or an error embedded in a 200). */
+  failsOverOn(status: number): boolean {
+    return !this.last && this.#ctx.route!.fallback?.onStatus(status) === true;
   }
 
   /** Aborts the upstream request (client gone, or deadline). */
@@ -130,22 +173,94 @@ export class Attempt implements Grant, AbandonListener {
     if (this.#aborted) exchange.abort();
   }
 
-  /** The deadline fired before the commit point. */
-  get expired(): boolean {
-    return this.#expired;
-  }
-
   elapsedMs(): number {
     return performance.now() - this.startedAt;
   }
 
   /**
-   * The attempt answered the client (reached the commit point, or decided to answer): the deadline
-   * no longer applies. Called once, by the dispatcher, when the attempt's serving reports the
-   * commit; nothing between that decision and this call can let the timer fire (no I/O is awaited).
+   * This attempt answers the client: the caller writes the head right after, with no I/O between
+   * (so the deadline cannot fire in between).
    */
-  committed(): void {
+  commit(): void {
+    this.#settle('committed');
     this.#cancelDeadline();
+    this.#count('committed');
+  }
+
+  /**
+   * Gives the attempt up before anything reached the client: the outcome is recorded, the attempt
+   * released, and the attempt loop decides what follows.
+   */
+  abandon(reason: AbandonReason, status?: number, error?: Error & { code?: string }): void {
+    this.#settle('abandoned');
+    switch (reason) {
+      case 'client_gone':
+        // The client's departure says nothing of the provider (spec 3: a cancellation is unknown).
+        this.probe?.unknown();
+        setAttemptError(this.span, 'client_gone');
+        break;
+      case 'deadline':
+        this.probe?.deadlineExpired(this.elapsedMs());
+        setAttemptError(this.span, 'first_token_timeout');
+        break;
+      case 'connection_error':
+        this.probe?.unknown();
+        setAttemptError(this.span, error?.code ?? 'error');
+        break;
+      case 'status':
+      case 'embedded_error':
+        // The status was recorded on the probe and the span when it was read.
+        break;
+    }
+    this.release();
+    this.#count(reason);
+    this.#listener.attemptAbandoned(this, reason, status);
+  }
+
+  /**
+   * The request failed before its response head (`head`), or the body before the commit point
+   * (`body`: a reset, a cut JSON body, a stream broken before its first data frame). A client that
+   * left aborts the request, and the deadline does too: the failure is then theirs. Otherwise it is
+   * the provider's connection error, counted in `gateway_upstream_errors_total` and logged at warn,
+   * never with the body (it can echo the request).
+   */
+  failed(error: Error & { code?: string }, phase: 'head' | 'body'): void {
+    const ctx = this.#ctx;
+    if (ctx.isClosed) {
+      this.abandon('client_gone');
+      return;
+    }
+    if (this.#expired) {
+      this.abandon('deadline');
+      return;
+    }
+    const deps = this.#deps;
+    deps.metrics.upstreamErrors.inc({
+      model: ctx.modelLabel,
+      reason: phase === 'body' ? 'body' : (error.code ?? 'error'),
+    });
+    deps.logger.warn(
+      {
+        model: ctx.modelLabel,
+        provider: this.provider.name,
+        attempt: this.number,
+        code: error.code,
+        err: error.message,
+      },
+      phase === 'body' ? 'upstream response failed before the commit point' : 'upstream request failed',
+    );
+    this.abandon('connection_error', undefined, error);
+  }
+
+  #settle(next: 'committed' | 'abandoned'): void {
+    if (this.#state !== 'open') throw new Error(`attempt ${this.number} ${next} after it was ${this.#state}`);
+    this.#state = next;
+  }
+
+  /** `gateway_upstream_attempts_total`, labels in order: model, pool, provider, outcome. */
+  #count(outcome: AbandonReason | 'committed'): void {
+    const ctx = this.#ctx;
+    this.#deps.metrics.attemptsOf.get(ctx.modelLabel, ctx.route!.key, this.provider.name, outcome).inc();
   }
 
   #cancelDeadline(): void {
@@ -181,58 +296,38 @@ function attemptSpan(ctx: RequestContext, provider: ProviderRoute, number: numbe
   );
 }
 
-/** Why a request could not be sent to the provider. */
-export type SendFailure =
-  /** The rewritten body could not be serialized (nesting beyond the JSON serializer's depth). */
-  | { kind: 'unserializable' }
-  /** The upstream client refused the request before it left (undici's error). */
-  | { kind: 'error'; error: Error & { code?: string } };
-
-const UNSERIALIZABLE: SendFailure = { kind: 'unserializable' };
-
 /**
- * Sends the client's request to the attempt's provider and binds it to the attempt; `listener` hears
- * of the response head (or that none came). Never throws: a request that could not leave is returned
- * as a failure, and the listener is not called for it.
+ * Sends the client's request (`body`, already made for this provider by `bodyFor`) to the attempt's
+ * provider and binds it to the attempt; `listener` hears of the response head, or that none came.
+ * A request the upstream client refuses on the spot fails the attempt at once.
  */
 export function send(
   ctx: RequestContext,
   attempt: Attempt,
+  body: Buffer | undefined,
   upstream: UpstreamClient,
   listener: HeadListener,
-): UpstreamExchange | SendFailure {
+): void {
   const provider = attempt.provider;
   const method = ctx.req.method ?? 'GET';
   const headers = forwardRequestHeaders(ctx.req.headers, headerDropFor(attempt));
   if (provider.authHeader) headers[provider.authHeader[0]] = provider.authHeader[1];
   injectTraceHeaders(headers, attempt.span, provider.propagateTraceContext);
-  let body: Buffer | undefined;
+  let exchange: UpstreamExchange;
   try {
-    body = BODYLESS_METHODS.has(method) ? undefined : bodyFor(ctx, provider);
-  } catch {
-    return UNSERIALIZABLE;
-  }
-  try {
-    const exchange = upstream.send(
+    exchange = upstream.send(
       {
         origin: provider.endpoint.origin,
         path: upstreamPath(provider.endpoint, ctx.req.url ?? '/'),
         method: method as Dispatcher.HttpMethod,
         headers,
-        body: body ?? null,
+        body: BODYLESS_METHODS.has(method) ? null : (body ?? null),
       },
       listener,
     );
-    attempt.bindExchange(exchange);
-    return exchange;
   } catch (error) {
-    return sendFailed(attempt, error);
+    attempt.failed(error as Error, 'head');
+    return;
   }
-}
-
-/** Records on the attempt's span how the request went; the failure as the dispatcher sees it. */
-export function sendFailed(attempt: Attempt, error: unknown): SendFailure {
-  const failure = error as Error & { code?: string };
-  setAttemptError(attempt.span, attempt.expired ? 'first_token_timeout' : (failure.code ?? 'error'));
-  return { kind: 'error', error: failure };
+  attempt.bindExchange(exchange);
 }

@@ -29,8 +29,11 @@ export class RequestContext {
   /** Told if the client goes away before its response finished (upstream work to abort). */
   #abandonListener: AbandonListener | undefined;
   #moreAbandonListeners: AbandonListener[] | undefined;
-  /** `model` metric label: the alias without class suffix, empty until resolved. */
-  model = '';
+  /**
+   * The value of the `model` label in metrics and logs: the alias without a class suffix, empty
+   * until resolved. Not a provider's model name (that is the provider's `gateway_model`).
+   */
+  modelLabel = '';
   route: AliasRoute | undefined;
   /** The authenticated key; undefined on an open target. */
   identity: KeyIdentity | undefined;
@@ -38,7 +41,7 @@ export class RequestContext {
   body: Buffer = NO_BODY;
   /**
    * The parsed JSON body, when it was parsed (at most once), until the last attempt is sent
-   * (dispatch lets it go then: nothing reads it afterwards).
+   * (the attempt loop lets it go then: nothing reads it afterwards).
    */
   json: Record<string, unknown> | undefined;
   /** In strict mode, the supported endpoint the path names (spec 4.5). */

@@ -10,7 +10,7 @@ import { authenticate } from './authenticate.js';
 import { admit } from './admit.js';
 import { isPromise, type Refusal } from '../limits/types.js';
 import { RequestContext, type Traffic } from './context.js';
-import { dispatch, type DispatchDeps } from './dispatch.js';
+import { runAttempts, type AttemptLoopDeps } from './attempt-loop.js';
 import {
   gatewayErrors,
   inResponseMode,
@@ -78,14 +78,14 @@ function statusLabel(code: number): string {
 
 /**
  * The proxy's request path (DESIGN 3): read body -> resolve alias -> authenticate -> admit ->
- * dispatch (attempt, stream back). Each stage returns an error value or continues; this function
+ * strict checks -> attempts (provider order, failover, the response). Each stage returns an error value or continues; this function
  * only sequences them and answers errors.
  */
 export function createProxyHandler(deps: HandlerDeps): RequestHandler {
   // Built once: the request path passes these along without copying them per request.
   const stages: StageDeps = {
     ...deps,
-    dispatch: {
+    attempts: {
       upstream: deps.upstream,
       logger: deps.logger,
       metrics: deps.metrics,
@@ -104,7 +104,7 @@ export function createProxyHandler(deps: HandlerDeps): RequestHandler {
 }
 
 interface StageDeps extends HandlerDeps {
-  dispatch: DispatchDeps;
+  attempts: AttemptLoopDeps;
 }
 
 /** A bug on the request path: logged, and the client gets a 500 (or a cut response). */
@@ -168,15 +168,15 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
 
 /**
  * From the body on: resolve, authenticate, admit. Synchronous unless a limiter answers later
- * (limits shared through Redis); nothing waits for the request past this point, since dispatch
- * answers its own failures.
+ * (limits shared through Redis); nothing waits for the request past this point, since the attempt
+ * loop answers its own failures.
  */
 function proceed(ctx: RequestContext, deps: StageDeps): void {
   try {
     const unresolved = resolveAlias(ctx, deps.adminPort);
     if (unresolved) return reject(ctx, unresolved, deps);
 
-    setRequestInfo(ctx.span, ctx.model, ctx.traffic);
+    setRequestInfo(ctx.span, ctx.modelLabel, ctx.traffic);
     if (!authenticate(ctx)) return reject(ctx, gatewayErrors.unauthorized(), deps);
 
     const admitted = admit(ctx);
@@ -193,11 +193,11 @@ function proceed(ctx: RequestContext, deps: StageDeps): void {
   }
 }
 
-/** After admission: refuse, or check and dispatch (which answers for itself from there on). */
+/** After admission: refuse, or check and run the attempts (which answer for themselves from there on). */
 function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal | undefined): void {
   try {
     if (refusal) {
-      if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.model });
+      if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.modelLabel });
       return reject(ctx, refusalError(refusal), deps);
     }
     if (ctx.isClosed) return;
@@ -209,8 +209,8 @@ function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal |
     const unreasonable = planRequestReasoning(ctx);
     if (unreasonable) return reject(ctx, unreasonable, deps);
 
-    if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.model).inc();
-    dispatch(ctx, deps.dispatch);
+    if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.modelLabel).inc();
+    runAttempts(ctx, deps.attempts);
   } catch (error) {
     failUnexpectedly(ctx.res, deps, error);
   }
@@ -226,7 +226,7 @@ function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): voi
   writeGatewayError(ctx.res, error);
   if (!error.rejection) return;
   deps.metrics.rejections.inc({
-    model: ctx.model,
+    model: ctx.modelLabel,
     status: String(error.status),
     code: error.label ?? error.code ?? '',
     traffic: ctx.traffic,
@@ -236,7 +236,7 @@ function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): voi
       status: error.status,
       code: error.label ?? error.code,
       param: error.param,
-      model: ctx.model,
+      model: ctx.modelLabel,
       account: ctx.identity?.account ?? null,
       keyId: ctx.identity?.keyId ?? null,
       traffic: ctx.traffic,
@@ -259,12 +259,12 @@ function finish(ctx: RequestContext, deps: HandlerDeps): void {
       ctx.res.headersSent ? undefined : 'client_gone',
     );
     const metrics = deps.metrics;
-    if (ctx.countedInflight) metrics.inflightOf.get(ctx.model).dec();
+    if (ctx.countedInflight) metrics.inflightOf.get(ctx.modelLabel).dec();
     // Label order follows each metric's labelNames: requests (model, status, traffic),
     // duration (model, traffic).
     const status = ctx.res.headersSent ? statusLabel(ctx.res.statusCode) : CLIENT_CLOSED;
-    metrics.requestsOf.get(ctx.model, status, ctx.traffic).inc();
-    metrics.durationOf.get(ctx.model, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
+    metrics.requestsOf.get(ctx.modelLabel, status, ctx.traffic).inc();
+    metrics.durationOf.get(ctx.modelLabel, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
   } finally {
     deps.connections.closed(ctx.req, ctx.res);
   }

@@ -62,6 +62,6 @@ function selectRoute(ctx: RequestContext, alias: string): GatewayError | undefin
   const route = ctx.table.routes.get(alias);
   if (!route) return gatewayErrors.modelNotFound(alias);
   ctx.route = route;
-  ctx.model = route.model;
+  ctx.modelLabel = route.model;
   return undefined;
 }

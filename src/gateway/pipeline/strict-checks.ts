@@ -38,7 +38,7 @@ export function runStrictChecks(
     for (const match of checks.unsupportedParams) {
       deps.metrics.unsupportedParams.inc({
         param: match.name,
-        model: ctx.model,
+        model: ctx.modelLabel,
         traffic: ctx.traffic,
         action: match.rejected ? 'rejected' : 'logged',
       });
@@ -47,7 +47,7 @@ export function runStrictChecks(
       {
         params: checks.unsupportedParams.map((m) => m.name),
         rejected: checks.unsupportedParams.filter((m) => m.rejected).map((m) => m.name),
-        model: ctx.model,
+        model: ctx.modelLabel,
         account: ctx.identity?.account ?? null,
         keyId: ctx.identity?.keyId ?? null,
       },

@@ -17,7 +17,7 @@ export type JsonResponseOutcome =
   /** Answer the upstream's 2xx status with this body (set Content-Length from it). */
   | { readonly kind: 'ok'; readonly body: string }
   /** Trusted provider's embedded error: forward the upstream's status, headers and bytes unchanged. */
-  | { readonly kind: 'passthrough' }
+  | { readonly kind: 'passthrough'; readonly upstreamError: unknown }
   /**
    * Answer this status and standard body. `embedded_error`: the body carried `error` (its value is
    * in `upstreamError` for the log, never for the client); `invalid_body`: it did not deserialize.
@@ -48,7 +48,7 @@ export function strictJsonResponse(
       return { kind: 'ok', body: result.json };
     case 'embedded_error': {
       const outcome = standardizeEmbeddedError(result.error, trusted);
-      if (outcome.kind === 'passthrough') return { kind: 'passthrough' };
+      if (outcome.kind === 'passthrough') return { kind: 'passthrough', upstreamError: result.error };
       return {
         kind: 'error',
         reason: 'embedded_error',

@@ -1,4 +1,4 @@
-import { DONE_EVENT, SseParser, type SseEvent, type SseHandler } from '../../lib/sse.js';
+import { DONE_EVENT, SseParser, classifyData, type SseEvent, type SseHandler } from '../../lib/sse.js';
 import {
   INVALID_UPSTREAM_STATUS,
   embeddedErrorEvent,
@@ -66,6 +66,11 @@ export interface SseStreamError {
    * status otherwise, 502 for an invalid chunk. For outcome accounting (e.g. overload statuses).
    */
   readonly status: number;
+  /**
+   * The status the provider's error stands for, unmasked (502 for an invalid chunk): what failover
+   * and the share controller judge.
+   */
+  readonly upstreamStatus: number;
   /** The provider's `error` value, for the log only (the caller picks safe fields); never forward. */
   readonly upstreamError?: unknown;
 }
@@ -127,6 +132,14 @@ export class SseSanitizeTransform {
     return this.#sawDataFrame;
   }
 
+  /**
+   * The error event that ended the stream before any data frame: "an error inside a 200" that may
+   * fail over (after a data frame it is a mid-stream error of the serving attempt).
+   */
+  get leadingError(): SseStreamError | undefined {
+    return this.#sawDataFrame ? undefined : this.#error;
+  }
+
   push(chunk: Uint8Array): SseStep {
     if (this.#state !== 'open') return this.#terminalStep();
     this.#out = '';
@@ -174,7 +187,9 @@ export class SseSanitizeTransform {
     // Events after the end of the stream's meaning (DONE, an error) are dropped.
     if (this.#state !== 'open') return;
     const data = event.data;
-    if (data === '[DONE]' || (data.length < 64 && data.trim() === '[DONE]')) {
+    const kind = classifyData(data);
+    if (kind === 'empty') return;
+    if (kind === 'done') {
       this.#out += DONE_EVENT;
       this.#state = 'done';
       return;
@@ -183,9 +198,8 @@ export class SseSanitizeTransform {
     try {
       value = JSON.parse(data);
     } catch {
-      if (data.trim().length === 0) return;
       this.#fail(
-        { reason: 'invalid_chunk', status: INVALID_UPSTREAM_STATUS },
+        { reason: 'invalid_chunk', status: INVALID_UPSTREAM_STATUS, upstreamStatus: INVALID_UPSTREAM_STATUS },
         invalidUpstreamResponseEvent(),
       );
       return;
@@ -198,7 +212,7 @@ export class SseSanitizeTransform {
     const result = sanitizeValue('chat_completion_chunk', value, this.#alias);
     if (result.kind !== 'ok') {
       this.#fail(
-        { reason: 'invalid_chunk', status: INVALID_UPSTREAM_STATUS },
+        { reason: 'invalid_chunk', status: INVALID_UPSTREAM_STATUS, upstreamStatus: INVALID_UPSTREAM_STATUS },
         invalidUpstreamResponseEvent(),
       );
       return;
@@ -214,14 +228,15 @@ export class SseSanitizeTransform {
     if (this.#mode === 'standalone') {
       const { status } = standaloneEmbeddedError(error);
       this.#fail(
-        { reason: 'embedded_error', status, upstreamError: error },
+        { reason: 'embedded_error', status, upstreamStatus: embeddedStatus(error), upstreamError: error },
         standaloneEmbeddedErrorEvent(error),
       );
       return;
     }
-    const status = this.#trusted ? embeddedStatus(error) : maskedEmbeddedStatus(error);
+    const upstreamStatus = embeddedStatus(error);
+    const status = this.#trusted ? upstreamStatus : maskedEmbeddedStatus(error);
     this.#fail(
-      { reason: 'embedded_error', status, upstreamError: error },
+      { reason: 'embedded_error', status, upstreamStatus, upstreamError: error },
       embeddedErrorEvent(error, this.#trusted),
     );
   }

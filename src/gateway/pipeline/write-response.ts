@@ -1,19 +1,16 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders, isEventStream } from '../http/headers.js';
 import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { GatewayMetrics } from '../telemetry/metrics.js';
-import type { Attempt } from './attempt.js';
-import { discard } from './read-upstream.js';
+import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
 
-export interface CommitDeps {
-  logger: Logger;
-  metrics: GatewayMetrics;
-}
+/**
+ * The writers of a committed response: after `Attempt.commit()`, they write the client's head and
+ * body (passed through, re-emitted, or the gateway's JSON) and decide how it ends. Nothing here
+ * decides whether to commit.
+ */
 
 type UpstreamHeaders = UpstreamResponse['headers'];
 
@@ -55,17 +52,17 @@ export function cutResponse(res: ServerResponse): void {
 
 /**
  * Sends the provider's response to the client unchanged after the bytes already read while
- * inspecting it, with backpressure both ways (a full client socket pauses the provider). A body
- * nobody has read yet is forwarded straight from undici's callbacks; one already read from is
- * piped. If the provider's body breaks, the client's response is cut (a transport error, never a
- * clean end); if the client goes away, the upstream request is aborted.
+ * inspecting it (`prefix`), straight from undici's callbacks, with backpressure both ways (a full
+ * client socket pauses the provider). If the provider's body breaks, the client's response is cut
+ * (a transport error, never a clean end). A client that leaves aborts the provider request (the
+ * attempt hears of it as the request's abandon listener).
  */
 export function passThrough(
   ctx: RequestContext,
   attempt: Attempt,
   response: UpstreamResponse,
   prefix: readonly Buffer[],
-  deps: CommitDeps,
+  deps: AttemptDeps,
 ): void {
   const { res } = ctx;
   res.writeHead(response.statusCode, headersFor(attempt, response.headers, false));
@@ -77,32 +74,60 @@ export function passThrough(
     res.flushHeaders();
   }
   for (const chunk of prefix) res.write(chunk);
-  const bodyFailed = (error: Error): void => {
-    if (ctx.isClosed) return;
-    upstreamBodyFailed(ctx, attempt, error, deps);
-    cutResponse(res);
-  };
-  if (response.forwardTo(res, bodyFailed)) return;
-  const body = response.body;
-  if (body.errored) {
-    bodyFailed(body.errored);
-    return;
-  }
-  body.on('error', (error: Error) => {
-    body.unpipe(res);
-    bodyFailed(error);
-  });
-  res.once('close', () => {
-    if (!body.readableEnded) discard(body);
-  });
-  body.pipe(res);
+  response.consume(new ForwardToClient(ctx, attempt, response, deps));
+  response.resume();
 }
 
-function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: CommitDeps): void {
-  deps.metrics.upstreamErrors.inc({ model: ctx.model, reason: 'body' });
+/** The consumer of a passed-through body: each chunk written to the client as it arrives. */
+class ForwardToClient implements BodyConsumer {
+  readonly #ctx: RequestContext;
+  readonly #attempt: Attempt;
+  readonly #response: UpstreamResponse;
+  readonly #deps: AttemptDeps;
+  #onDrain: (() => void) | undefined;
+
+  constructor(ctx: RequestContext, attempt: Attempt, response: UpstreamResponse, deps: AttemptDeps) {
+    this.#ctx = ctx;
+    this.#attempt = attempt;
+    this.#response = response;
+    this.#deps = deps;
+  }
+
+  bodyData(chunk: Buffer): void {
+    if (this.#ctx.res.write(chunk)) return;
+    this.#response.pause();
+    this.#onDrain ??= () => this.#response.resume();
+    this.#ctx.res.once('drain', this.#onDrain);
+  }
+
+  bodyEnded(): void {
+    this.#ctx.res.end();
+  }
+
+  bodyFailed(error: Error): void {
+    // A client that left aborted the request: there is nobody to tell.
+    if (this.#ctx.isClosed) return;
+    upstreamBodyFailed(this.#ctx, this.#attempt, error, this.#deps);
+    cutResponse(this.#ctx.res);
+  }
+}
+
+function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
+  deps.metrics.upstreamErrors.inc({ model: ctx.modelLabel, reason: 'body' });
   deps.logger.warn(
-    { model: ctx.model, provider: attempt.provider.name, err: error.message },
+    { model: ctx.modelLabel, provider: attempt.provider.name, err: error.message },
     'upstream response body failed after the response started; client response cut',
+  );
+}
+
+export function logOverflow(
+  ctx: RequestContext,
+  attempt: Attempt,
+  deps: { logger: AttemptDeps['logger']; sseBufferLimit: number },
+): void {
+  deps.logger.warn(
+    { model: ctx.modelLabel, provider: attempt.provider.name, limit: deps.sseBufferLimit },
+    'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
   );
 }
 
@@ -154,53 +179,92 @@ export function logAndDropErrorBody(
   ctx: RequestContext,
   attempt: Attempt,
   status: number,
-  body: Readable,
-  deps: CommitDeps,
+  response: UpstreamResponse,
+  deps: AttemptDeps,
 ): void {
   if (!deps.logger.isLevelEnabled('debug')) {
-    discard(body);
+    response.discard();
     return;
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  body.on('data', (chunk: Buffer) => {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= ERROR_LOG_BYTES) body.destroy();
-  });
-  body.on('error', () => {});
-  body.once('close', () => {
-    let text = Buffer.concat(chunks).subarray(0, ERROR_LOG_BYTES).toString('utf8');
+  response.consume(new ErrorBodyLog(ctx, attempt, status, response, deps));
+}
+
+/** Collects the start of an error body, then logs it (with the provider's key redacted). */
+class ErrorBodyLog implements BodyConsumer {
+  readonly #ctx: RequestContext;
+  readonly #attempt: Attempt;
+  readonly #status: number;
+  readonly #response: UpstreamResponse;
+  readonly #deps: AttemptDeps;
+  readonly #chunks: Buffer[] = [];
+  #size = 0;
+  #logged = false;
+
+  constructor(
+    ctx: RequestContext,
+    attempt: Attempt,
+    status: number,
+    response: UpstreamResponse,
+    deps: AttemptDeps,
+  ) {
+    this.#ctx = ctx;
+    this.#attempt = attempt;
+    this.#status = status;
+    this.#response = response;
+    this.#deps = deps;
+  }
+
+  bodyData(chunk: Buffer): void {
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+    if (this.#size < ERROR_LOG_BYTES) return;
+    this.bodyEnded();
+    this.#response.discard();
+  }
+
+  bodyEnded(): void {
+    if (this.#logged) return;
+    this.#logged = true;
+    let text = Buffer.concat(this.#chunks).subarray(0, ERROR_LOG_BYTES).toString('utf8');
     // A provider may echo the credential it was sent ("Incorrect API key provided: ...").
-    const secret = attempt.provider.gatewayKey;
+    const secret = this.#attempt.provider.gatewayKey;
     if (secret !== undefined && secret.length > 0) text = text.split(secret).join('[redacted]');
-    deps.logger.debug(
-      { model: ctx.model, provider: attempt.provider.name, status, upstreamBody: text },
+    this.#deps.logger.debug(
+      {
+        model: this.#ctx.modelLabel,
+        provider: this.#attempt.provider.name,
+        status: this.#status,
+        upstreamBody: text,
+      },
       'upstream error response (replaced for the client)',
     );
-  });
+  }
+
+  bodyFailed(): void {
+    this.bodyEnded();
+  }
 }
 
 /**
  * Streams a transformed (sanitized) SSE response after the commit point: every upstream chunk goes
  * through the transform, its output is written with backpressure, and the transform's state decides
  * how the stream ends. A `[DONE]` reaches the client only if the provider sent one. The body was
- * paused at the commit point; the pump takes it from there.
+ * paused at the commit point; the pump takes it from there, unless the upstream has ended already
+ * or the transform reached its end in what was read before (then only the end rules apply).
  */
 export function pumpTransformed(
   ctx: RequestContext,
   attempt: Attempt,
   response: UpstreamResponse,
   transform: SseSanitizeTransform,
-  deps: CommitDeps,
+  upstreamEnded: boolean,
+  deps: AttemptDeps,
 ): void {
-  if (ctx.isClosed) {
-    // The client left between the commit point and here.
-    response.discard();
-    attempt.release();
+  const pump = new TransformPump(ctx, attempt, response, transform, deps);
+  if (upstreamEnded || transform.state !== 'open') {
+    pump.bodyEnded();
     return;
   }
-  const pump = new TransformPump(ctx, attempt, response, transform, deps);
   ctx.res.once('close', () => pump.clientClosed());
   response.consume(pump);
   response.resume();
@@ -215,7 +279,7 @@ class TransformPump implements BodyConsumer {
   readonly #attempt: Attempt;
   readonly #response: UpstreamResponse;
   readonly #transform: SseSanitizeTransform;
-  readonly #deps: CommitDeps;
+  readonly #deps: AttemptDeps;
   #finished = false;
 
   constructor(
@@ -223,7 +287,7 @@ class TransformPump implements BodyConsumer {
     attempt: Attempt,
     response: UpstreamResponse,
     transform: SseSanitizeTransform,
-    deps: CommitDeps,
+    deps: AttemptDeps,
   ) {
     this.#ctx = ctx;
     this.#attempt = attempt;
@@ -274,7 +338,7 @@ class TransformPump implements BodyConsumer {
         return;
       case 'overflow':
         this.#deps.logger.warn(
-          { model: this.#ctx.model, provider: this.#attempt.provider.name, ...step.overflow },
+          { model: this.#ctx.modelLabel, provider: this.#attempt.provider.name, ...step.overflow },
           'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
         );
         this.#finish('destroy');

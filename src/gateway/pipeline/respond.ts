@@ -1,0 +1,260 @@
+import { isEventStream } from '../http/headers.js';
+import type { UpstreamResponse } from '../http/upstream-exchange.js';
+import type { MaybePromise } from '../limits/types.js';
+import {
+  INVALID_UPSTREAM_STATUS,
+  SseSanitizeTransform,
+  embeddedError,
+  embeddedStatus,
+  invalidUpstreamResponseBody,
+  standaloneJsonResponse,
+  standaloneUpstreamErrorBody,
+  standardizeUpstreamError,
+  strictJsonResponse,
+} from '../strict/index.js';
+import { recordResponseSummary } from '../telemetry/tracing.js';
+import type { Attempt, AttemptDeps } from './attempt.js';
+import type { RequestContext } from './context.js';
+import { RawLeadingFrames, parseJsonSafe, type LeadingFrames } from './leading-frames.js';
+import { readUntil, readWhole } from './read-ahead.js';
+import {
+  answerError,
+  answerJson,
+  cutResponse,
+  logAndDropErrorBody,
+  logOverflow,
+  passThrough,
+  pumpTransformed,
+  startTransformedStream,
+} from './write-response.js';
+
+export interface RespondDeps extends AttemptDeps {
+  sseBufferLimit: number;
+}
+
+const ERROR_KEY = Buffer.from('"error"');
+
+/** Largest non-streamed response body the gateway reads to inspect or sanitize it. */
+const MAX_INSPECTED_BODY_BYTES = 64 * 1024 * 1024;
+
+function isJson(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.includes('json');
+}
+
+/**
+ * One attempt's response, from its head to the commit point (spec 2.5, DESIGN 6). Before the commit
+ * point nothing reaches the client, so the attempt can still be abandoned (failover never splices
+ * or duplicates a stream): on a fallback status, on an error inside a 200 (the first SSE data frame
+ * or the JSON body), when the body breaks, or when the first-token deadline fires. At the commit
+ * point the attempt commits and the writers (`write-response.ts`) take the response from there.
+ *
+ * What is read before the commit point, by response kind:
+ * - an error status: nothing (it is failed over, or answered at once);
+ * - an event stream: up to its first data frame, when failover is possible or it is re-emitted;
+ * - a JSON body: whole, when failover is possible or it is sanitized;
+ * - otherwise (the last attempt, raw): nothing; it is committed at its head and streamed through.
+ */
+export function respond(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  deps: RespondDeps,
+): MaybePromise<void> {
+  const status = response.statusCode;
+  attempt.probe?.status(status);
+  if (status < 200 || status >= 300) {
+    if (attempt.failsOverOn(status)) {
+      response.discard();
+      attempt.abandon('status', status);
+      return;
+    }
+    attempt.commit();
+    writeErrorStatus(ctx, attempt, response, deps);
+    return;
+  }
+  const raw = attempt.mode.kind === 'raw';
+  const contentType = response.headers['content-type'];
+  if (isEventStream(contentType)) {
+    if (raw && !attempt.canFailOver) {
+      attempt.commit();
+      passThrough(ctx, attempt, response, [], deps);
+      return;
+    }
+    return respondStream(ctx, attempt, response, deps);
+  }
+  if (raw && !(attempt.canFailOver && isJson(contentType))) {
+    attempt.commit();
+    passThrough(ctx, attempt, response, [], deps);
+    return;
+  }
+  return respondBody(ctx, attempt, response, deps);
+}
+
+/**
+ * An error inside a 200 counts as its status for the share controller, and the attempt is abandoned
+ * for it when the pool fails over on that status (and another attempt is possible).
+ */
+function abandonedForEmbeddedError(attempt: Attempt, response: UpstreamResponse, status: number): boolean {
+  attempt.probe?.status(status);
+  if (!attempt.failsOverOn(status)) return false;
+  response.discard();
+  attempt.abandon('embedded_error', status);
+  return true;
+}
+
+/** A non-2xx answer that is not failed over: passed through, standardized or replaced by mode. */
+function writeErrorStatus(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  deps: RespondDeps,
+): void {
+  const status = response.statusCode;
+  const mode = attempt.mode;
+  if (mode.kind === 'raw') {
+    passThrough(ctx, attempt, response, [], deps);
+    return;
+  }
+  if (mode.kind === 'strict') {
+    const outcome = standardizeUpstreamError(status, mode.trusted);
+    if (outcome.kind === 'passthrough') {
+      passThrough(ctx, attempt, response, [], deps);
+      return;
+    }
+    logAndDropErrorBody(ctx, attempt, status, response, deps);
+    answerError(ctx, attempt, outcome.status, outcome.body);
+    return;
+  }
+  logAndDropErrorBody(ctx, attempt, status, response, deps);
+  answerError(ctx, attempt, status, standaloneUpstreamErrorBody(status));
+}
+
+/** A non-streamed body read whole: inspected for an error inside it, sanitized, or both. */
+async function respondBody(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  deps: RespondDeps,
+): Promise<void> {
+  const mode = attempt.mode;
+  const read = await readWhole(response, MAX_INSPECTED_BODY_BYTES);
+  if (read.kind === 'failed') {
+    attempt.failed(read.error, 'body');
+    return;
+  }
+  if (read.kind === 'too_large') {
+    attempt.commit();
+    if (mode.kind === 'raw') {
+      passThrough(ctx, attempt, response, read.chunks, deps);
+    } else {
+      response.discard();
+      answerError(ctx, attempt, INVALID_UPSTREAM_STATUS, invalidUpstreamResponseBody());
+    }
+    return;
+  }
+  const bytes = read.bytes;
+  // Response model and token usage, for the attempt span, when the body is read anyway.
+  if (attempt.span.isRecording()) recordResponseSummary(attempt.span, parseJsonSafe(bytes.toString('utf8')));
+
+  if (mode.kind === 'raw') {
+    // Parse only a body that can carry an error at all.
+    const error = bytes.includes(ERROR_KEY)
+      ? embeddedError(parseJsonSafe(bytes.toString('utf8')))
+      : undefined;
+    if (error !== undefined && abandonedForEmbeddedError(attempt, response, embeddedStatus(error))) return;
+    attempt.commit();
+    passThrough(ctx, attempt, response, [bytes], deps);
+    return;
+  }
+
+  const outcome =
+    mode.kind === 'strict'
+      ? strictJsonResponse(mode.endpoint, bytes, ctx.route!.key, mode.trusted)
+      : standaloneJsonResponse(bytes, ctx.route!.key);
+  const upstreamError =
+    outcome.kind === 'passthrough' || (outcome.kind === 'error' && outcome.reason === 'embedded_error')
+      ? outcome.upstreamError
+      : undefined;
+  if (
+    upstreamError !== undefined &&
+    abandonedForEmbeddedError(attempt, response, embeddedStatus(upstreamError))
+  ) {
+    return;
+  }
+  attempt.commit();
+  switch (outcome.kind) {
+    case 'ok':
+      answerJson(ctx, attempt, response.statusCode, response.headers, outcome.body);
+      return;
+    case 'passthrough':
+      passThrough(ctx, attempt, response, [bytes], deps);
+      return;
+    case 'error':
+      answerError(ctx, attempt, outcome.status, outcome.body);
+      return;
+  }
+}
+
+/**
+ * An event stream, held up to its first data frame (or a terminal state before it): the provider's
+ * bytes for a raw stream, the re-emitted events for a strict or standalone-sanitized one. The first
+ * data frame is the commit point and, in strict mode, the first-token sample of the share
+ * controller (spec 3.1). A terminal state reached in the same read as the first data frame wins:
+ * the stream is over.
+ */
+async function respondStream(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  deps: RespondDeps,
+): Promise<void> {
+  const mode = attempt.mode;
+  const frames: LeadingFrames =
+    mode.kind === 'raw'
+      ? new RawLeadingFrames(deps.sseBufferLimit)
+      : new SseSanitizeTransform({
+          alias: ctx.route!.key,
+          mode: mode.kind,
+          trusted: mode.kind === 'strict' ? mode.trusted : false,
+          maxPendingBytes: deps.sseBufferLimit,
+        });
+  const held: (string | Buffer)[] = [];
+  const stop = await readUntil(response, (chunk) => {
+    const step = frames.push(chunk);
+    if (step.output.length > 0) held.push(step.output);
+    if (step.firstDataFrame && mode.kind === 'strict') attempt.probe?.firstToken(attempt.elapsedMs());
+    return step.state !== 'open' || step.firstDataFrame;
+  });
+  if (stop.kind === 'failed') {
+    attempt.failed(stop.error, 'body');
+    return;
+  }
+  if (ctx.isClosed) {
+    // The client left as the first frame arrived: nothing to commit.
+    response.discard();
+    attempt.abandon('client_gone');
+    return;
+  }
+  const leadingError = frames.leadingError;
+  if (
+    leadingError !== undefined &&
+    abandonedForEmbeddedError(attempt, response, leadingError.upstreamStatus)
+  ) {
+    return;
+  }
+  attempt.commit();
+
+  if (frames instanceof SseSanitizeTransform) {
+    startTransformedStream(ctx, attempt, response.statusCode, response.headers, held.join(''));
+    pumpTransformed(ctx, attempt, response, frames, stop.kind === 'ended', deps);
+    return;
+  }
+  if (frames.state === 'overflow') {
+    logOverflow(ctx, attempt, deps);
+    response.discard();
+    ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
+    cutResponse(ctx.res);
+    return;
+  }
+  passThrough(ctx, attempt, response, held as Buffer[], deps);
+}
