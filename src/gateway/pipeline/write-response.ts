@@ -78,37 +78,48 @@ export function passThrough(
   response.resume();
 }
 
-/** The consumer of a passed-through body: each chunk written to the client as it arrives. */
-class ForwardToClient implements BodyConsumer {
-  readonly #ctx: RequestContext;
-  readonly #attempt: Attempt;
-  readonly #response: UpstreamResponse;
-  readonly #deps: AttemptDeps;
-  #onDrain: (() => void) | undefined;
+/**
+ * What every consumer of a committed response's body works with: the request (and its client
+ * response), the attempt that serves it, the provider's response, and the logger and metrics.
+ */
+abstract class ClientBodyWriter implements BodyConsumer {
+  protected readonly ctx: RequestContext;
+  protected readonly attempt: Attempt;
+  protected readonly response: UpstreamResponse;
+  protected readonly deps: AttemptDeps;
 
   constructor(ctx: RequestContext, attempt: Attempt, response: UpstreamResponse, deps: AttemptDeps) {
-    this.#ctx = ctx;
-    this.#attempt = attempt;
-    this.#response = response;
-    this.#deps = deps;
+    this.ctx = ctx;
+    this.attempt = attempt;
+    this.response = response;
+    this.deps = deps;
   }
 
+  abstract bodyData(chunk: Buffer): void;
+  abstract bodyEnded(): void;
+  abstract bodyFailed(error: Error): void;
+}
+
+/** The consumer of a passed-through body: each chunk written to the client as it arrives. */
+class ForwardToClient extends ClientBodyWriter {
+  #onDrain: (() => void) | undefined;
+
   bodyData(chunk: Buffer): void {
-    if (this.#ctx.res.write(chunk)) return;
-    this.#response.pause();
-    this.#onDrain ??= () => this.#response.resume();
-    this.#ctx.res.once('drain', this.#onDrain);
+    if (this.ctx.res.write(chunk)) return;
+    this.response.pause();
+    this.#onDrain ??= () => this.response.resume();
+    this.ctx.res.once('drain', this.#onDrain);
   }
 
   bodyEnded(): void {
-    this.#ctx.res.end();
+    this.ctx.res.end();
   }
 
   bodyFailed(error: Error): void {
     // A client that left aborted the request: there is nobody to tell.
-    if (this.#ctx.isClosed) return;
-    upstreamBodyFailed(this.#ctx, this.#attempt, error, this.#deps);
-    cutResponse(this.#ctx.res);
+    if (this.ctx.isClosed) return;
+    upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
+    cutResponse(this.ctx.res);
   }
 }
 
@@ -190,12 +201,8 @@ export function logAndDropErrorBody(
 }
 
 /** Collects the start of an error body, then logs it (with the provider's key redacted). */
-class ErrorBodyLog implements BodyConsumer {
-  readonly #ctx: RequestContext;
-  readonly #attempt: Attempt;
+class ErrorBodyLog extends ClientBodyWriter {
   readonly #status: number;
-  readonly #response: UpstreamResponse;
-  readonly #deps: AttemptDeps;
   readonly #chunks: Buffer[] = [];
   #size = 0;
   #logged = false;
@@ -207,11 +214,8 @@ class ErrorBodyLog implements BodyConsumer {
     response: UpstreamResponse,
     deps: AttemptDeps,
   ) {
-    this.#ctx = ctx;
-    this.#attempt = attempt;
+    super(ctx, attempt, response, deps);
     this.#status = status;
-    this.#response = response;
-    this.#deps = deps;
   }
 
   bodyData(chunk: Buffer): void {
@@ -219,7 +223,7 @@ class ErrorBodyLog implements BodyConsumer {
     this.#size += chunk.length;
     if (this.#size < ERROR_LOG_BYTES) return;
     this.bodyEnded();
-    this.#response.discard();
+    this.response.discard();
   }
 
   bodyEnded(): void {
@@ -227,12 +231,12 @@ class ErrorBodyLog implements BodyConsumer {
     this.#logged = true;
     let text = Buffer.concat(this.#chunks).subarray(0, ERROR_LOG_BYTES).toString('utf8');
     // A provider may echo the credential it was sent ("Incorrect API key provided: ...").
-    const secret = this.#attempt.provider.gatewayKey;
+    const secret = this.attempt.provider.gatewayKey;
     if (secret !== undefined && secret.length > 0) text = text.split(secret).join('[redacted]');
-    this.#deps.logger.debug(
+    this.deps.logger.debug(
       {
-        model: this.#ctx.modelLabel,
-        provider: this.#attempt.provider.name,
+        model: this.ctx.modelLabel,
+        provider: this.attempt.provider.name,
         status: this.#status,
         upstreamBody: text,
       },
@@ -274,12 +278,8 @@ export function pumpTransformed(
  * The consumer of a transformed stream's body: each chunk is transformed and written from
  * undici's callback, with no stream or per-chunk closure in between (this runs once per event).
  */
-class TransformPump implements BodyConsumer {
-  readonly #ctx: RequestContext;
-  readonly #attempt: Attempt;
-  readonly #response: UpstreamResponse;
+class TransformPump extends ClientBodyWriter {
   readonly #transform: SseSanitizeTransform;
-  readonly #deps: AttemptDeps;
   #finished = false;
 
   constructor(
@@ -289,11 +289,8 @@ class TransformPump implements BodyConsumer {
     transform: SseSanitizeTransform,
     deps: AttemptDeps,
   ) {
-    this.#ctx = ctx;
-    this.#attempt = attempt;
-    this.#response = response;
+    super(ctx, attempt, response, deps);
     this.#transform = transform;
-    this.#deps = deps;
   }
 
   bodyData(chunk: Buffer): void {
@@ -305,11 +302,11 @@ class TransformPump implements BodyConsumer {
   }
 
   bodyFailed(error: Error): void {
-    if (this.#finished || this.#ctx.isClosed) return;
-    upstreamBodyFailed(this.#ctx, this.#attempt, error, this.#deps);
-    if (this.#attempt.mode.kind === 'strict') {
+    if (this.#finished || this.ctx.isClosed) return;
+    upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
+    if (this.attempt.mode.kind === 'strict') {
       // Strict clients get an error event they can act on; no `[DONE]` follows it.
-      this.#ctx.res.write(invalidUpstreamResponseEvent());
+      this.ctx.res.write(invalidUpstreamResponseEvent());
       this.#finish('end');
     } else {
       this.#finish('destroy');
@@ -322,9 +319,9 @@ class TransformPump implements BodyConsumer {
 
   #apply(step: SseStep | ReturnType<SseSanitizeTransform['end']>): void {
     if (this.#finished) return;
-    const res = this.#ctx.res;
+    const res = this.ctx.res;
     if (step.output.length > 0 && !res.write(step.output)) {
-      const response = this.#response;
+      const response = this.response;
       response.pause();
       res.once('drain', () => response.resume());
     }
@@ -337,8 +334,8 @@ class TransformPump implements BodyConsumer {
         this.#finish('end');
         return;
       case 'overflow':
-        this.#deps.logger.warn(
-          { model: this.#ctx.modelLabel, provider: this.#attempt.provider.name, ...step.overflow },
+        this.deps.logger.warn(
+          { model: this.ctx.modelLabel, provider: this.attempt.provider.name, ...step.overflow },
           'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
         );
         this.#finish('destroy');
@@ -354,12 +351,12 @@ class TransformPump implements BodyConsumer {
     this.#finished = true;
     if (how === 'end') {
       // The stream is complete for the client; the rest of the body only returns the connection.
-      this.#response.drain();
-      this.#ctx.res.end();
+      this.response.drain();
+      this.ctx.res.end();
     } else {
-      this.#response.discard();
-      cutResponse(this.#ctx.res);
+      this.response.discard();
+      cutResponse(this.ctx.res);
     }
-    this.#attempt.release();
+    this.attempt.release();
   }
 }
