@@ -213,7 +213,7 @@ describe('failover', () => {
     expect((await chat(gateway429)).text).toBe('{"id":"b"}');
   });
 
-  it('treats a failed Responses object in a 200 as an error in both modes: failover, then the error', async () => {
+  it('treats a failed Responses object in a 200 as an error in both modes, trusted or not: failover, then the error', async () => {
     const response = (status: string, extra: Record<string, unknown> = {}) => ({
       id: 'resp_1',
       object: 'response',
@@ -232,16 +232,27 @@ describe('failover', () => {
         body: JSON.stringify({ model: 'p', input: 'hi' }),
       }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }));
 
-    for (const strict of [false, true]) {
+    // A trusted provider's error is passed through verbatim when it is the answer, but it is an
+    // error all the same: it fails over like an untrusted one's.
+    for (const [strict, trusted] of [
+      [false, false],
+      [true, false],
+      [true, true],
+    ] as const) {
       a.respondWith(jsonReply(200, failed));
       b.respondWith(jsonReply(200, response('completed', { error: null })));
       const pool = await gatewayWith(
-        { strategy: 'priority', fallback: { on_status: [5] }, providers: [{ url: a.url }, { url: b.url }] },
+        {
+          strategy: 'priority',
+          fallback: { on_status: [5] },
+          providers: [{ url: a.url, trusted }, { url: b.url }],
+        },
         { strict_mode: strict },
       );
       const served = await post(pool);
-      expect({ strict, status: served.status, state: served.body.status }).toEqual({
+      expect({ strict, trusted, status: served.status, state: served.body.status }).toEqual({
         strict,
+        trusted,
         status: 200,
         state: 'completed',
       });

@@ -334,7 +334,10 @@ describe('non-streaming outcomes', () => {
       body: { error: { message: 'Bad gateway', type: 'api_error', param: null, code: null } },
       upstreamError: { message: 'key revoked', code: 401 },
     });
-    expect(strictJsonResponse('embeddings', upstream, 'e', true)).toEqual({ kind: 'passthrough' });
+    expect(strictJsonResponse('embeddings', upstream, 'e', true)).toEqual({
+      kind: 'passthrough',
+      upstreamError: { message: 'key revoked', code: 401 },
+    });
   });
 
   it('strict invalid body: 502 standard error, whatever the trust', () => {

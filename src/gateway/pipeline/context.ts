@@ -44,6 +44,8 @@ export class RequestContext {
    * (the attempt loop lets it go then: nothing reads it afterwards).
    */
   json: Record<string, unknown> | undefined;
+  /** The body has been parsed (`parseJsonBody`), whatever the outcome: it is never parsed twice. */
+  bodyParsed = false;
   /** In strict mode, the supported endpoint the path names (spec 4.5). */
   strictEndpoint: StrictEndpoint | undefined;
   /** The reasoning plan decided before any attempt (spec 2.6), applied per provider. */

@@ -11,11 +11,14 @@ function looksLikeJson(ctx: RequestContext): boolean {
 }
 
 /**
- * Parses the body as a JSON object at most once per request; undefined when the body is empty or
- * not a JSON object. Returns a GatewayError only when the body claims to be JSON and is not.
+ * Parses the body into `ctx.json` once per request (the one place the request body is parsed);
+ * `ctx.json` stays undefined when the body is empty or not a JSON object. Returns a GatewayError
+ * only when the body claims to be JSON and is not.
  */
 export function parseJsonBody(ctx: RequestContext): GatewayError | undefined {
-  if (ctx.json !== undefined) return undefined;
+  // A body that failed to parse was refused by the first call; one that is not an object stays so.
+  if (ctx.bodyParsed) return undefined;
+  ctx.bodyParsed = true;
   if (ctx.strictEndpoint !== undefined) return parseStrictBody(ctx, ctx.strictEndpoint);
   if (ctx.body.length === 0 || !looksLikeJson(ctx)) return undefined;
   let value: unknown;
