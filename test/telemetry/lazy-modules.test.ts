@@ -12,9 +12,10 @@ import { startGateway } from '../helpers/gateway.js';
  * costs resident memory in every process (docs/performance.md). The real program runs with a probe
  * (`node --import`) that lists every module it loaded when it exits.
  *
- * `@opentelemetry/api` is not on the list: prom-client's default metrics require it
- * (prom-client/lib/metrics/processCpuTotal.js), so it loads with the metrics whatever the gateway
- * does; the gateway's own tracing code loads it only when tracing starts.
+ * Nor, whatever is configured, the index modules of undici and prom-client (each loads far more than
+ * the gateway uses; src/gateway/http/undici.ts, src/gateway/telemetry/prom-client.ts), nor
+ * `@opentelemetry/api` (prom-client's own process CPU collector would), nor the YAML library while
+ * the file is JSON.
  */
 const PROBE = fileURLToPath(new URL('../fixtures/module-probe.mjs', import.meta.url));
 const CONFIG = { targets: { m: { url: 'http://127.0.0.1:9' } } };
@@ -51,20 +52,23 @@ async function loadedBy(
 const optional = (modules: readonly string[]): string[] =>
   modules.filter(
     (url) =>
-      (url.includes('/node_modules/@opentelemetry/') && !url.includes('/node_modules/@opentelemetry/api/')) ||
+      url.includes('/node_modules/@opentelemetry/') ||
       url.includes('/node_modules/ioredis/') ||
+      url.includes('/node_modules/yaml/') ||
+      /\/node_modules\/(undici|prom-client)\/index\.js$/.test(url) ||
       // The store and its client; the pure decision and URL helpers beside them load with the pipeline.
       /\/gateway\/limits\/redis\/(store|client)\.js$/.test(url),
   );
 
 describe('modules a gateway loads', () => {
-  it('without tracing or shared state: no OpenTelemetry SDK, no Redis client, no bundled undici', async () => {
+  it('without tracing or shared state: no OpenTelemetry, no Redis client, no YAML, no package indexes, no bundled undici', async () => {
     const { modules, builtins } = await loadedBy({
       OTEL_EXPORTER_OTLP_ENDPOINT: '',
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
     });
     // The probe saw the program: the gateway's own modules are on the list.
     expect(modules.some((url) => url.endsWith('/gateway/gateway.js'))).toBe(true);
+    expect(modules.some((url) => url.endsWith('/node_modules/prom-client/lib/registry.js'))).toBe(true);
     expect(optional(modules)).toEqual([]);
     expect(builtins.filter((name) => name.includes('internal/deps/undici'))).toEqual([]);
   });

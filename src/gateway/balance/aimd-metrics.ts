@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../telemetry/prom-client.js';
 
 /**
  * The share-controller metrics of spec 6, declared on a caller's registry so each gateway instance

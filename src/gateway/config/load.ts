@@ -5,8 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { extname, isAbsolute, resolve } from 'node:path';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import type * as Yaml from 'yaml';
+import type { Document, LineCounter } from 'yaml';
 import type { z } from 'zod';
 import { fsReason } from '../../lib/fs-reason.js';
 import { findDuplicateKeys } from './json-duplicates.js';
@@ -27,6 +29,15 @@ const MAX_YAML_ALIAS_COUNT = 100;
 
 export function sha256Hex(bytes: string | Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
+}
+
+/**
+ * The YAML library, loaded on first use: a JSON file that validates never needs it, and it costs
+ * about 13 MB of RSS in every gateway process that loads it (docs/performance.md).
+ */
+let yamlLibrary: typeof Yaml | undefined;
+function yaml(): typeof Yaml {
+  return (yamlLibrary ??= createRequire(import.meta.url)('yaml') as typeof Yaml);
 }
 
 function formatOf(source: string): Format | undefined {
@@ -59,6 +70,7 @@ function position(lineCounter: LineCounter, offset: number): { line: number; col
 }
 
 function yamlDocument(text: string): YamlView {
+  const { LineCounter, parseDocument } = yaml();
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
   return { document, lineCounter };
@@ -177,6 +189,7 @@ function locate(
 ): { line: number; column: number } | undefined {
   const view = parsed.view();
   if (view === undefined) return undefined;
+  const { isMap, isScalar, isSeq } = yaml();
   let node: unknown = view.document.contents;
   let offset: number | undefined = (node as { range?: [number, number, number] } | null)?.range?.[0];
   for (const segment of segments) {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { errors, type Dispatcher } from 'undici';
+import { errors } from './undici.js';
+import type { Dispatcher } from 'undici';
 
 /** Body bytes held for a consumer that has not taken them yet before the provider is held back. */
 const BODY_HIGH_WATER_MARK = 64 * 1024;

@@ -1,14 +1,10 @@
-import {
-  Counter,
-  Gauge,
-  Histogram,
-  Registry,
-  collectDefaultMetrics,
-  type HistogramConfiguration,
-  type MetricObjectWithValues,
-  type MetricType,
-  type MetricValueWithName,
+import type {
+  HistogramConfiguration,
+  MetricObjectWithValues,
+  MetricType,
+  MetricValueWithName,
 } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom-client.js';
 
 /**
  * Labelled children by their label values, made once per label combination and found again by one
@@ -379,7 +375,7 @@ export class GatewayMetrics {
       return child;
     });
 
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics(this.registry);
   }
 
   contentType(): string {
