@@ -3,7 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { chat, readBody } from '../helpers/client.js';
 import {
+  completion,
   jsonReply,
   startUpstream,
   type RecordingUpstream,
@@ -76,44 +78,8 @@ async function call(
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     redirect: 'manual',
   });
-  const chunks: Uint8Array[] = [];
-  let failed = false;
-  try {
-    const reader = response.body!.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-    }
-  } catch {
-    failed = true;
-  }
-  return {
-    status: response.status,
-    headers: response.headers,
-    text: Buffer.concat(chunks).toString('utf8'),
-    failed,
-  };
-}
-
-const chat = (model: string, extra: Record<string, unknown> = {}) => ({
-  model,
-  messages: [{ role: 'user', content: 'hi' }],
-  ...extra,
-});
-
-function completion(model: string, extra: Record<string, unknown> = {}) {
-  return {
-    id: 'chatcmpl-1',
-    object: 'chat.completion',
-    created: 1,
-    model,
-    choices: [
-      { index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop', logprobs: null },
-    ],
-    usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
-    ...extra,
-  };
+  const { bytes, failed } = await readBody(response);
+  return { status: response.status, headers: response.headers, text: bytes.toString('utf8'), failed };
 }
 
 /** A provider answer full of engine-specific fields. */

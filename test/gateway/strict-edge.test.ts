@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { chat, readBody } from '../helpers/client.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import {
   chatChunkEvent as chunk,
@@ -32,8 +33,6 @@ beforeEach(() => {
   up.requests.length = 0;
 });
 
-const chat = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }] });
-
 interface Read {
   status: number;
   text: string;
@@ -43,27 +42,18 @@ interface Read {
 
 async function read(target: StartedGateway, timeoutMs = 5_000): Promise<Read> {
   const started = performance.now();
-  let status = 0;
-  let text = '';
-  let failed = false;
   try {
     const response = await fetch(`${target.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...chat('u'), stream: true }),
+      body: JSON.stringify(chat('u', { stream: true })),
       signal: AbortSignal.timeout(timeoutMs),
     });
-    status = response.status;
-    const reader = response.body!.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += Buffer.from(value).toString('utf8');
-    }
+    const { bytes, failed } = await readBody(response);
+    return { status: response.status, text: bytes.toString('utf8'), failed, ms: performance.now() - started };
   } catch {
-    failed = true;
+    return { status: 0, text: '', failed: true, ms: performance.now() - started };
   }
-  return { status, text, failed, ms: performance.now() - started };
 }
 
 function contentOf(text: string): string {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_ERROR_ROWS } from '../fixtures/strict-errors.js';
+import { chat, readBody } from '../helpers/client.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
 import { startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
@@ -77,25 +78,13 @@ async function stream(
     response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], stream: true, ...extra }),
+      body: JSON.stringify(chat(model, { stream: true, ...extra })),
     });
   } catch {
     // The connection was dropped before a response head arrived.
     return { status: 0, contentType: null, bytes: Buffer.alloc(0), text: '', failed: true };
   }
-  const chunks: Uint8Array[] = [];
-  let failed = false;
-  const reader = response.body!.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-    }
-  } catch {
-    failed = true;
-  }
-  const bytes = Buffer.concat(chunks);
+  const { bytes, failed } = await readBody(response);
   return {
     status: response.status,
     contentType: response.headers.get('content-type'),

@@ -2,7 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_ERROR_ROWS } from '../fixtures/strict-errors.js';
 import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
-import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { chat } from '../helpers/client.js';
+import { completion, jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 /**
  * Strict mode end to end (spec 4.5, 4.7, 6, 7.1, 7.2): the real gateway in front of a recording
@@ -86,31 +87,6 @@ async function post(
   });
   const bytes = Buffer.from(await response.arrayBuffer());
   return { status: response.status, headers: response.headers, bytes, text: bytes.toString('utf8') };
-}
-
-const chat = (model: string, extra: Record<string, unknown> = {}) => ({
-  model,
-  messages: [{ role: 'user', content: 'hi' }],
-  ...extra,
-});
-
-function completion(model: string, extra: Record<string, unknown> = {}) {
-  return {
-    id: 'chatcmpl-1',
-    object: 'chat.completion',
-    created: 1,
-    model,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', content: 'hello' },
-        finish_reason: 'stop',
-        logprobs: null,
-      },
-    ],
-    usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
-    ...extra,
-  };
 }
 
 interface StandardError {

@@ -133,3 +133,18 @@ export async function startUpstream(
     },
   };
 }
+
+/** A full non-streaming chat completion as a provider writes it (with usage), `extra` merged on top. */
+export function completion(model: string, extra: Record<string, unknown> = {}) {
+  return {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model,
+    choices: [
+      { index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop', logprobs: null },
+    ],
+    usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+    ...extra,
+  };
+}
