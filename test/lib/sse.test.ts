@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { split } from '../helpers/chunks.js';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_SSE_BUFFER_LIMIT,
@@ -42,20 +43,6 @@ const ev = (data: string, extra: Partial<SseEvent> = {}): SseEvent => ({
   data,
   ...extra,
 });
-
-function split(all: Uint8Array, cuts: readonly number[]): Uint8Array[] {
-  const points = [...new Set(cuts.map((c) => (all.length === 0 ? 0 : c % (all.length + 1))))].sort(
-    (a, b) => a - b,
-  );
-  const chunks: Uint8Array[] = [];
-  let last = 0;
-  for (const p of points) {
-    chunks.push(all.subarray(last, p));
-    last = p;
-  }
-  chunks.push(all.subarray(last));
-  return chunks;
-}
 
 function oneByteChunks(all: Uint8Array): Uint8Array[] {
   return Array.from(all, (_, i) => all.subarray(i, i + 1));

@@ -16,6 +16,7 @@ import {
 import { validConfig } from '../config/helpers/arbitraries.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { OK_COMPLETION, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { split } from '../helpers/chunks.js';
 import type { FuzzResults } from './report.ts';
 import { SOAK, alive, exchange, waitFor, writeResults } from './support.js';
 
@@ -356,20 +357,6 @@ const soup: fc.Arbitrary<Buffer> = fc
     return out;
   });
 const cuts = fc.array(fc.nat(), { maxLength: 12 });
-
-function split(bytes: Buffer, at: readonly number[]): Buffer[] {
-  const points = [...new Set(at.map((n) => (bytes.length === 0 ? 0 : n % bytes.length)))].sort(
-    (a, b) => a - b,
-  );
-  const parts: Buffer[] = [];
-  let last = 0;
-  for (const point of points) {
-    parts.push(bytes.subarray(last, point));
-    last = point;
-  }
-  parts.push(bytes.subarray(last));
-  return parts;
-}
 
 function parse(
   parts: readonly Buffer[],

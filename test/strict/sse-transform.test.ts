@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { split } from '../helpers/chunks.js';
 import { describe, expect, it } from 'vitest';
 import {
   SseSanitizeTransform,
@@ -351,18 +352,6 @@ function encode(
     expected.push('[DONE]');
   }
   return { bytes: Buffer.from(out, 'utf8'), expected };
-}
-
-function split(all: Buffer, cuts: readonly number[]): Buffer[] {
-  const points = [...new Set(cuts.map((c) => c % (all.length + 1)))].sort((a, b) => a - b);
-  const chunks: Buffer[] = [];
-  let last = 0;
-  for (const p of points) {
-    chunks.push(all.subarray(last, p));
-    last = p;
-  }
-  chunks.push(all.subarray(last));
-  return chunks;
 }
 
 describe('property: chunking never changes the output', () => {
