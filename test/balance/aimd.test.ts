@@ -87,51 +87,39 @@ describe('share controller: increase (rate at or below recovery for dwell_ms)', 
   }
 
   it('adds share_step after dwell_ms of healthy judgement, keeping the window', async () => {
-    const { controller, clock, read } = decreased();
+    const { controller, read, shareAfter } = decreased();
     feed(controller, 'oooo'); // healthy from t = 0 (same instant as the decrease)
-    clock.advance(999);
-    controller.tick();
-    expect(controller.share).toBe(0.5);
-    clock.advance(1);
-    controller.tick();
-    expect(controller.share).toBe(0.625);
+    expect(shareAfter(999)).toBe(0.5);
+    expect(shareAfter(1)).toBe(0.625);
     expect(controller.snapshot()).toMatchObject({ samples: 4, lastAdjustmentAt: 1000 });
     expect(await read('share_adjustments_total', { direction: 'increase' })).toBe(1);
     expect(await read('provider_share')).toBe(0.625);
   });
 
   it('restarts the dwell after an increase: one step per dwell while healthy', () => {
-    const { controller, clock } = decreased();
+    const { controller, shareAfter } = decreased();
     feed(controller, 'oooo');
     for (const expected of [0.625, 0.75, 0.875, 1, 1]) {
-      clock.advance(1000);
-      controller.tick();
-      expect(controller.share).toBe(expected);
+      expect(shareAfter(1000)).toBe(expected);
     }
   });
 
   it('counts healthy time from the later of the last adjustment and the start of the healthy period', () => {
-    const { controller, clock } = decreased();
+    const { controller, clock, shareAfter } = decreased();
     clock.advance(600);
     feed(controller, 'oooo'); // judged healthy only now, at t = 600
-    clock.advance(999);
-    controller.tick();
-    expect(controller.share).toBe(0.5);
-    clock.advance(1);
-    controller.tick();
-    expect(controller.share).toBe(0.625);
+    expect(shareAfter(999)).toBe(0.5);
+    expect(shareAfter(1)).toBe(0.625);
   });
 
   it('treats a rate exactly at recovery_breach_rate as healthy', () => {
-    const { controller, clock } = decreased();
+    const { controller, shareAfter } = decreased();
     feed(controller, 'ooooooob'); // 1 of 8 = 0.125
-    clock.advance(1000);
-    controller.tick();
-    expect(controller.share).toBe(0.625);
+    expect(shareAfter(1000)).toBe(0.625);
   });
 
   it('needs the healthy period to be continuous: a spell in the hold band restarts it', () => {
-    const { controller, clock } = decreased();
+    const { controller, clock, shareAfter } = decreased();
     feed(controller, 'oooooo'); // healthy at t = 0
     clock.advance(500);
     feed(controller, 'bb'); // 2 of 8: hold
@@ -143,50 +131,38 @@ describe('share controller: increase (rate at or below recovery for dwell_ms)', 
     clock.advance(800); // t = 1500: more than dwell since the decrease, not since the healthy start
     controller.tick();
     expect(controller.share).toBe(0.5);
-    clock.advance(200);
-    controller.tick();
-    expect(controller.share).toBe(0.625);
+    expect(shareAfter(200)).toBe(0.625);
   });
 
   it('applies every dwell boundary that passed while nobody touched the controller', () => {
-    const { controller, clock } = decreased();
+    const { controller, shareAfter } = decreased();
     feed(controller, 'oooo');
-    clock.advance(3500);
-    controller.tick();
-    expect(controller.share).toBe(0.875);
+    expect(shareAfter(3500)).toBe(0.875);
     expect(controller.snapshot().lastAdjustmentAt).toBe(3000); // the phase of the dwell is kept
-    clock.advance(500);
-    controller.tick();
-    expect(controller.share).toBe(1);
+    expect(shareAfter(500)).toBe(1);
   });
 
   it('stops at 1 and counts only steps that changed the share', async () => {
-    const { controller, clock, read } = decreased();
+    const { controller, read, shareAfter } = decreased();
     feed(controller, 'oooo');
-    clock.advance(60_000);
-    controller.tick();
-    expect(controller.share).toBe(1);
+    expect(shareAfter(60_000)).toBe(1);
     expect(await read('share_adjustments_total', { direction: 'increase' })).toBe(4);
   });
 
   it('needs min_samples outcomes to judge the rate healthy', () => {
-    const { controller, clock } = decreased();
+    const { controller, shareAfter } = decreased();
     feed(controller, 'ooo'); // below min_samples, idle recovery off
-    clock.advance(3_600_000);
-    controller.tick();
-    expect(controller.share).toBe(0.5);
+    expect(shareAfter(3_600_000)).toBe(0.5);
   });
 });
 
 describe('share controller: hold (rate between the thresholds)', () => {
   it('keeps the share however long the rate stays in the band', async () => {
-    const { controller, clock, read } = controllerFixture({ idle_recovery_ms: 5000 });
+    const { controller, read, shareAfter } = controllerFixture({ idle_recovery_ms: 5000 });
     feed(controller, 'bbbb'); // 0.5
     feed(controller, 'ooooooob'); // 1 of 8: healthy
     feed(controller, 'b'); // 2 of 8: hold, healthy period over
-    clock.advance(3_600_000);
-    controller.tick();
-    expect(controller.share).toBe(0.5);
+    expect(shareAfter(3_600_000)).toBe(0.5);
     expect(controller.snapshot()).toMatchObject({ samples: 8, breaches: 2, healthySince: undefined });
     expect(await read('aimd_window_breach_rate')).toBe(0.25);
     expect(await read('share_adjustments_total', { direction: 'increase' })).toBe(0);
@@ -195,20 +171,14 @@ describe('share controller: hold (rate between the thresholds)', () => {
 
 describe('share controller: idle recovery (too few samples to judge)', () => {
   it('earns one step per idle_recovery_ms since the last adjustment, keeping the window', () => {
-    const { controller, clock } = controllerFixture({ idle_recovery_ms: 5000 });
+    const { controller, clock, shareAfter } = controllerFixture({ idle_recovery_ms: 5000 });
     clock.advance(100);
     feed(controller, 'bbbb'); // 0.5 at t = 100
     feed(controller, 'bb'); // 2 samples: too few to judge
-    clock.advance(4999);
-    controller.tick();
-    expect(controller.share).toBe(0.5);
-    clock.advance(1);
-    controller.tick();
-    expect(controller.share).toBe(0.625);
+    expect(shareAfter(4999)).toBe(0.5);
+    expect(shareAfter(1)).toBe(0.625);
     expect(controller.snapshot()).toMatchObject({ samples: 2, lastAdjustmentAt: 5100 });
-    clock.advance(10_000);
-    controller.tick();
-    expect(controller.share).toBe(0.875);
+    expect(shareAfter(10_000)).toBe(0.875);
   });
 
   it('moves the share gauge of a pool without traffic through tick', async () => {
@@ -222,36 +192,28 @@ describe('share controller: idle recovery (too few samples to judge)', () => {
   });
 
   it('restarts the idle interval at a decrease', () => {
-    const { controller, clock } = controllerFixture({ idle_recovery_ms: 5000 });
+    const { controller, clock, shareAfter } = controllerFixture({ idle_recovery_ms: 5000 });
     feed(controller, 'bbbb'); // t = 0
     clock.advance(4000);
     feed(controller, 'bbbb'); // 0.25 at t = 4000
-    clock.advance(4999);
-    controller.tick();
-    expect(controller.share).toBe(0.25);
-    clock.advance(1);
-    controller.tick();
-    expect(controller.share).toBe(0.375);
+    expect(shareAfter(4999)).toBe(0.25);
+    expect(shareAfter(1)).toBe(0.375);
   });
 
   it('is disabled by idle_recovery_ms 0', () => {
-    const { controller, clock } = controllerFixture({ idle_recovery_ms: 0 });
+    const { controller, shareAfter } = controllerFixture({ idle_recovery_ms: 0 });
     feed(controller, 'bbbb');
-    clock.advance(86_400_000);
-    controller.tick();
-    expect(controller.share).toBe(0.5);
+    expect(shareAfter(86_400_000)).toBe(0.5);
   });
 
   it('does not apply once enough samples exist to judge', () => {
-    const { controller, clock } = controllerFixture({ idle_recovery_ms: 5000 });
+    const { controller, shareAfter } = controllerFixture({ idle_recovery_ms: 5000 });
     feed(controller, 'bbbb');
     feed(controller, 'oobb'); // 4 samples, 2 breaches = 0.5: judged, and a decrease
     expect(controller.share).toBe(0.25);
     feed(controller, 'oooooo b b'); // 8 samples, 2 breaches: hold
     expect(controller.share).toBe(0.25);
-    clock.advance(60_000);
-    controller.tick();
-    expect(controller.share).toBe(0.25);
+    expect(shareAfter(60_000)).toBe(0.25);
   });
 });
 
@@ -331,7 +293,7 @@ describe('share controller: outcome classes', () => {
   });
 
   it('never moves the share with alternate outcomes, which only feed the alternate series', async () => {
-    const { controller, clock, read } = controllerFixture({ idle_recovery_ms: 5000 });
+    const { controller, read, shareAfter } = controllerFixture({ idle_recovery_ms: 5000 });
     for (let i = 0; i < 20; i++) {
       expect(controller.observeFirstToken(SLOW_MS, 'alternate')).toBe('breach');
       expect(controller.observeDeadlineExpiry(2000, 'alternate')).toBe('breach');
@@ -351,9 +313,7 @@ describe('share controller: outcome classes', () => {
     // Nor do they count as samples for idle recovery's "too few to judge".
     feed(controller, 'bbbb');
     for (let i = 0; i < 20; i++) controller.observeFirstToken(OK_MS, 'alternate');
-    clock.advance(5000);
-    controller.tick();
-    expect(controller.share).toBe(0.625);
+    expect(shareAfter(5000)).toBe(0.625);
   });
 
   it('rejects durations a monotonic clock cannot produce', () => {
@@ -455,7 +415,7 @@ describe('share controller: selection', () => {
 
 describe('share controller: parked and retired', () => {
   it('freezes the share and the window while parked, and resumes without back pay', () => {
-    const { controller, clock } = controllerFixture({ idle_recovery_ms: 5000 });
+    const { controller, clock, shareAfter } = controllerFixture({ idle_recovery_ms: 5000 });
     feed(controller, 'bbbb oo'); // 0.5, two samples
     controller.park();
     expect(controller.state).toBe('parked');
@@ -466,12 +426,8 @@ describe('share controller: parked and retired', () => {
 
     controller.resume();
     expect(controller.snapshot()).toMatchObject({ state: 'active', lastAdjustmentAt: 60_000 });
-    clock.advance(4999);
-    controller.tick();
-    expect(controller.share).toBe(0.5);
-    clock.advance(1);
-    controller.tick();
-    expect(controller.share).toBe(0.625);
+    expect(shareAfter(4999)).toBe(0.5);
+    expect(shareAfter(1)).toBe(0.625);
   });
 
   it('keeps counting the events of a retired controller but never moves its share again', async () => {

@@ -64,7 +64,13 @@ export function controllerFixture(overrides: AimdOverrides = {}, random: Random 
   const controller = new ShareController({ params, clock, random, series });
   const read = (name: string, labels: Record<string, string> = {}) =>
     metricValue(registry, `gateway_${name}`, { model: 'llama', pool: 'llama', ...labels });
-  return { registry, metrics, clock, params, controller, read };
+  /** Advances the clock by `ms`, applies the due time transitions and returns the share. */
+  const shareAfter = (ms: number): number => {
+    clock.advance(ms);
+    controller.tick();
+    return controller.share;
+  };
+  return { registry, metrics, clock, params, controller, read, shareAfter };
 }
 
 /** Feeds completed preferred outcomes: `o` ok (fast first token), `b` breach (slow first token). */
