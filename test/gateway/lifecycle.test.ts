@@ -1,11 +1,11 @@
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { gatewaysPerTest } from '../helpers/gateway.js';
 import { jsonReply, sseReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let upstream: RecordingUpstream;
-const gateways: StartedGateway[] = [];
+const startGateway = gatewaysPerTest();
 
 beforeAll(async () => {
   upstream = await startUpstream(jsonReply(200, { id: 'ok' }));
@@ -14,7 +14,6 @@ afterAll(async () => {
   await upstream.close();
 });
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.stop()));
   upstream.respondWith(jsonReply(200, { id: 'ok' }));
 });
 
@@ -55,7 +54,6 @@ async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<v
 describe('admin listener', () => {
   it('serves health and metrics on the admin port only', async () => {
     const gateway = await startGateway(config());
-    gateways.push(gateway);
     expect((await fetch(`${gateway.adminUrl}/healthz`)).status).toBe(200);
     expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
     const metrics = await fetch(`${gateway.adminUrl}/metrics`);
@@ -73,7 +71,6 @@ describe('admin listener', () => {
 
   it('an API request sent to the admin port is told which port serves it', async () => {
     const gateway = await startGateway(config());
-    gateways.push(gateway);
     const expected = (path: string): string =>
       `${path} is not served on the admin port (only /healthz, /readyz, /metrics); the proxy port (${gateway.port}, --port) serves the API\n`;
     const chatted = await chat(gateway.adminUrl);
@@ -88,13 +85,11 @@ describe('admin listener', () => {
 
   it('honours --metrics-prefix and --metrics false', async () => {
     const prefixed = await startGateway(config(), { env: { GATEWAY_METRICS_PREFIX: 'edge' } });
-    gateways.push(prefixed);
     const text = await prefixed.metrics();
     expect(text).toContain('edge_config_info{');
     expect(text).not.toContain('gateway_config_info');
 
     const disabled = await startGateway(config(), { args: ['--metrics', 'false'] });
-    gateways.push(disabled);
     expect((await fetch(`${disabled.adminUrl}/metrics`)).status).toBe(404);
     expect((await fetch(`${disabled.adminUrl}/healthz`)).status).toBe(200);
   });
@@ -108,7 +103,6 @@ describe('graceful shutdown (spec 3.2)', () => {
     }));
     upstream.respondWith(sseReply(frames, 100)); // a ~3 s stream
     const gateway = await startGateway(config(), { args: ['--shutdown-delay-secs', '1'] });
-    gateways.push(gateway);
 
     const stream = await chat(gateway.url, { stream: true });
     expect(stream.status).toBe(200);
@@ -142,7 +136,6 @@ describe('graceful shutdown (spec 3.2)', () => {
 
   it('answers a kept-alive connection with Connection: close during the delay, so the client reconnects elsewhere', async () => {
     const gateway = await startGateway(config(), { args: ['--shutdown-delay-secs', '3'] });
-    gateways.push(gateway);
     const socket = connect(gateway.port, '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     const payload = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
@@ -182,7 +175,6 @@ describe('graceful shutdown (spec 3.2)', () => {
       res.end('{}');
     });
     const gateway = await startGateway(config(), { args: ['--shutdown-delay-secs', '0'] });
-    gateways.push(gateway);
     const socket = connect(gateway.port, '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     const request = (content: string): string => {
@@ -217,7 +209,6 @@ describe('graceful shutdown (spec 3.2)', () => {
     const gateway = await startGateway(config(), {
       args: ['--shutdown-delay-secs', '0', '--shutdown-timeout-secs', '1'],
     });
-    gateways.push(gateway);
     const stream = await chat(gateway.url, { stream: true });
     const reader = stream.body!.getReader();
     await reader.read();

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { metricValue, gatewaysPerTest, type StartedGateway } from '../helpers/gateway.js';
 import {
   jsonReply,
   sseReply,
@@ -12,7 +12,7 @@ import {
 let a: RecordingUpstream;
 let b: RecordingUpstream;
 let c: RecordingUpstream;
-const gateways: StartedGateway[] = [];
+const startGateway = gatewaysPerTest();
 const ok = (id: string): UpstreamHandler => jsonReply(200, { id });
 
 beforeAll(async () => {
@@ -22,7 +22,6 @@ afterAll(async () => {
   await Promise.all([a.close(), b.close(), c.close()]);
 });
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.stop()));
   for (const [upstream, id] of [
     [a, 'a'],
     [b, 'b'],
@@ -39,7 +38,6 @@ async function gatewayWith(
   args: string[] = [],
 ) {
   const gateway = await startGateway({ ...extra, targets: { p: pool } }, { args });
-  gateways.push(gateway);
   return gateway;
 }
 

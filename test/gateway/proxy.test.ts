@@ -3,12 +3,12 @@ import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { metricValue, gatewaysPerTest, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, sseReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let a: RecordingUpstream;
 let b: RecordingUpstream;
-const gateways: StartedGateway[] = [];
+const startGateway = gatewaysPerTest();
 
 beforeAll(async () => {
   [a, b] = await Promise.all([startUpstream(), startUpstream()]);
@@ -17,7 +17,6 @@ afterAll(async () => {
   await Promise.all([a.close(), b.close()]);
 });
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.stop()));
   for (const upstream of [a, b]) {
     upstream.requests.length = 0;
     upstream.respondWith(jsonReply(200, { id: 'cmpl', object: 'chat.completion' }));
@@ -26,7 +25,6 @@ afterEach(async () => {
 
 async function gatewayWith(config: unknown, args: string[] = []): Promise<StartedGateway> {
   const gateway = await startGateway(config, { args });
-  gateways.push(gateway);
   return gateway;
 }
 

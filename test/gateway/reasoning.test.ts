@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { metricValue, gatewaysPerTest, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let a: RecordingUpstream;
 let b: RecordingUpstream;
-const gateways: StartedGateway[] = [];
+const startGateway = gatewaysPerTest();
 
 const completion = {
   id: 'c',
@@ -24,7 +24,6 @@ afterAll(async () => {
   await Promise.all([a.close(), b.close()]);
 });
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.stop()));
   for (const upstream of [a, b]) {
     upstream.requests.length = 0;
     upstream.respondWith(jsonReply(200, completion));
@@ -83,7 +82,6 @@ async function pool(strict = false): Promise<StartedGateway> {
       plain: { url: a.url },
     },
   });
-  gateways.push(gateway);
   return gateway;
 }
 

@@ -4,22 +4,19 @@ import { mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile, unlink 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { metricValue, spawnGateway, startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricValue, spawnGateway, gatewaysPerTest } from '../helpers/gateway.js';
 import { ROOT, spawnProgram } from '../helpers/process.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let upstream: RecordingUpstream;
-const gateways: StartedGateway[] = [];
+const startGateway = gatewaysPerTest();
 
 beforeAll(async () => {
   upstream = await startUpstream(jsonReply(200, { id: 'ok' }));
 });
 afterAll(async () => {
   await upstream.close();
-});
-afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.stop()));
 });
 
 function configWith(aliases: string[]): unknown {
@@ -51,7 +48,6 @@ async function eventuallyStatus(gateway: { url: string }, alias: string, expecte
 describe('hot reload', () => {
   it('applies an in-place write and reports it in the metrics', async () => {
     const gateway = await startGateway(configWith(['a']));
-    gateways.push(gateway);
     expect(await statusFor(gateway, 'b')).toBe(404);
     await writeFile(gateway.configPath, JSON.stringify(configWith(['a', 'b'])));
     await eventuallyStatus(gateway, 'b', 200);
@@ -68,7 +64,6 @@ describe('hot reload', () => {
 
   it('applies an editor-style write to a temp file followed by rename', async () => {
     const gateway = await startGateway(configWith(['a']));
-    gateways.push(gateway);
     await gateway.writeConfig(configWith(['a', 'renamed']));
     await eventuallyStatus(gateway, 'renamed', 200);
   });
@@ -135,7 +130,6 @@ describe('hot reload', () => {
 
   it('keeps serving the last good config when a reload is invalid, then recovers', async () => {
     const gateway = await startGateway(configWith(['a']));
-    gateways.push(gateway);
     await gateway.writeConfig({ targets: { a: { url: upstream.url, no_such_field: true } } });
     const rejected = await gateway.program.waitForLog(
       (l) => l.msg?.startsWith('configuration reload rejected') ?? false,
@@ -153,7 +147,6 @@ describe('hot reload', () => {
 
   it('survives the file vanishing for a moment (ENOENT race) and a burst of swaps', async () => {
     const gateway = await startGateway(configWith(['a']));
-    gateways.push(gateway);
     await unlink(gateway.configPath);
     await sleep(50);
     for (let i = 1; i <= 5; i++) await gateway.writeConfig(configWith(['a', `burst${i}`]));
@@ -187,7 +180,6 @@ describe('hot reload', () => {
 
   it('does not reload with --watch false', async () => {
     const gateway = await startGateway(configWith(['a']), { args: ['--watch', 'false'] });
-    gateways.push(gateway);
     await gateway.writeConfig(configWith(['a', 'ignored']));
     await sleep(1_500); // longer than the debounce and the 1 s poll the helper configures
     expect(await statusFor(gateway, 'ignored')).toBe(404);

@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { gatewaysPerTest, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let trusted: RecordingUpstream;
 let untrusted: RecordingUpstream;
 let optedIn: RecordingUpstream;
 let collector: RecordingUpstream;
-const gateways: StartedGateway[] = [];
+const startGateway = gatewaysPerTest();
 
 const completion = {
   id: 'c',
@@ -29,7 +29,6 @@ afterAll(async () => {
   await Promise.all([trusted, untrusted, optedIn, collector].map((u) => u.close()));
 });
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.stop()));
   for (const u of [trusted, untrusted, optedIn, collector]) u.requests.length = 0;
 });
 
@@ -89,7 +88,6 @@ describe('trace context and spans', () => {
     const gateway = await startGateway(config(), {
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: 'gateway-test' },
     });
-    gateways.push(gateway);
     expect(await ask(gateway, 't')).toBe(200);
     expect(await ask(gateway, 'u')).toBe(200);
     // SIGTERM flushes the batch exporter during the drain (spec 3.2).
@@ -133,7 +131,6 @@ describe('trace context and spans', () => {
 
   it('without an OTLP endpoint: no spans, inbound context forwarded only where allowed', async () => {
     const gateway = await startGateway(config());
-    gateways.push(gateway);
     for (const model of ['t', 'u', 'e']) expect(await ask(gateway, model)).toBe(200);
     expect(trusted.requests[0]!.headers.traceparent).toBe(TRACEPARENT);
     expect(optedIn.requests[0]!.headers.traceparent).toBe(TRACEPARENT);

@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,6 +128,22 @@ export async function startGateway(
       await program.kill();
       await rm(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A `startGateway` whose gateways are stopped after each test of the calling file (call it at the
+ * top level of a test file).
+ */
+export function gatewaysPerTest(): typeof startGateway {
+  const started: StartedGateway[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((g) => g.stop()));
+  });
+  return async (config, options) => {
+    const gateway = await startGateway(config, options);
+    started.push(gateway);
+    return gateway;
   };
 }
 
