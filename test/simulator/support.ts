@@ -182,17 +182,7 @@ export async function getJson(baseUrl: string, path: string): Promise<unknown> {
 }
 
 /** The value of one sample in Prometheus text, or undefined when absent. */
-export function metricValue(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const rest = line.slice(name.length);
-    if (!rest.startsWith('{') && !rest.startsWith(' ')) continue;
-    const labelText = rest.startsWith('{') ? rest.slice(1, rest.indexOf('}')) : '';
-    const ok = Object.entries(labels).every(([k, v]) => labelText.split(',').includes(`${k}="${v}"`));
-    if (ok) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return undefined;
-}
+export { metricValue } from '../helpers/gateway.js';
 
 export async function readMetrics(baseUrl: string): Promise<string> {
   const res = await fetch(`${baseUrl}/metrics`);
