@@ -37,9 +37,14 @@ async function gatewayWith(
   extra: Record<string, unknown> = {},
   args: string[] = [],
 ) {
-  const gateway = await startGateway({ ...extra, targets: { p: pool } }, { args });
-  return gateway;
+  return startGateway({ ...extra, targets: { p: pool } }, { args });
 }
+
+/** A priority pool with `fallback` over `providers` (a, then b, by default). */
+const priority = (
+  fallback: Record<string, unknown>,
+  providers: Record<string, unknown>[] = [{ url: a.url }, { url: b.url }],
+) => ({ strategy: 'priority', fallback, providers });
 
 async function chat(gateway: StartedGateway, body: Record<string, unknown> = {}) {
   const response = await fetch(`${gateway.url}/v1/chat/completions`, {
@@ -85,19 +90,11 @@ describe('strategies', () => {
 describe('failover', () => {
   it('moves on for a configured status (exact and prefix wildcard) and not for others', async () => {
     a.respondWith(jsonReply(503, { error: { message: 'busy' } }));
-    const exact = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_status: [503] },
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const exact = await gatewayWith(priority({ on_status: [503] }));
     expect(await chat(exact)).toMatchObject({ status: 200, text: '{"id":"b"}' });
 
     a.respondWith(jsonReply(502, { error: { message: 'bad' } }));
-    const wildcard = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_status: [5] },
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const wildcard = await gatewayWith(priority({ on_status: [5] }));
     expect((await chat(wildcard)).status).toBe(200);
 
     a.respondWith(jsonReply(400, { error: { message: 'bad request' } }));
@@ -108,14 +105,12 @@ describe('failover', () => {
 
   it("rewrites the body for each attempt's provider: the next attempt still has the parsed request", async () => {
     a.respondWith(jsonReply(503, { error: { message: 'busy' } }));
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_status: [503] },
-      providers: [
+    const gateway = await gatewayWith(
+      priority({ on_status: [503] }, [
         { url: a.url, gateway_model: 'model-a' },
         { url: b.url, gateway_model: 'model-b' },
-      ],
-    });
+      ]),
+    );
     expect(await chat(gateway)).toMatchObject({ status: 200, text: '{"id":"b"}' });
     expect(JSON.parse(a.requests[0]!.body)).toMatchObject({
       model: 'model-a',
@@ -129,11 +124,7 @@ describe('failover', () => {
 
   it('moves on when a provider refuses connections, unless on_connection_error is false', async () => {
     const refusing = 'http://127.0.0.1:1';
-    const on = await gatewayWith({
-      strategy: 'priority',
-      fallback: {},
-      providers: [{ url: refusing }, { url: b.url }],
-    });
+    const on = await gatewayWith(priority({}, [{ url: refusing }, { url: b.url }]));
     expect(await chat(on)).toMatchObject({ status: 200, text: '{"id":"b"}' });
     const metrics = await on.metrics();
     expect(
@@ -147,11 +138,9 @@ describe('failover', () => {
       metricValue(metrics, 'gateway_upstream_attempts_total', { provider: b.url, outcome: 'committed' }),
     ).toBe(1);
 
-    const off = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_connection_error: false },
-      providers: [{ url: refusing }, { url: b.url }],
-    });
+    const off = await gatewayWith(
+      priority({ on_connection_error: false }, [{ url: refusing }, { url: b.url }]),
+    );
     const refused = await chat(off);
     expect(refused.status).toBe(503);
     expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'upstream_unavailable' } });
@@ -179,11 +168,9 @@ describe('failover', () => {
 
   it('stops after max_attempts', async () => {
     for (const upstream of [a, b, c]) upstream.respondWith(jsonReply(503, { error: { message: 'busy' } }));
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_status: [503], max_attempts: 2 },
-      providers: [{ url: a.url }, { url: b.url }, { url: c.url }],
-    });
+    const gateway = await gatewayWith(
+      priority({ on_status: [503], max_attempts: 2 }, [{ url: a.url }, { url: b.url }, { url: c.url }]),
+    );
     expect((await chat(gateway)).status).toBe(503);
     expect([a.requests.length, b.requests.length, c.requests.length]).toEqual([1, 1, 0]);
   });
@@ -191,11 +178,7 @@ describe('failover', () => {
   it('fails over on an error embedded in a 200: first SSE frame and JSON body', async () => {
     a.respondWith(sseReply([{ error: { message: 'overloaded', code: 503 } }]));
     b.respondWith(sseReply([chunk('from b')]));
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_status: [503] },
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const gateway = await gatewayWith(priority({ on_status: [503] }));
     const streamed = await chat(gateway, { stream: true });
     expect(streamed.status).toBe(200);
     expect(streamed.text).toContain('from b');
@@ -203,11 +186,7 @@ describe('failover', () => {
 
     a.respondWith(jsonReply(200, { error: { message: 'rate limited', code: 'rate_limit_exceeded' } }));
     b.respondWith(ok('b'));
-    const gateway429 = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_status: [429] },
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const gateway429 = await gatewayWith(priority({ on_status: [429] }));
     expect((await chat(gateway429)).text).toBe('{"id":"b"}');
   });
 
@@ -283,11 +262,7 @@ describe('failover', () => {
       res.end(`data: ${JSON.stringify(chunk('late from a'))}\n\ndata: [DONE]\n\n`);
     });
     b.respondWith(sseReply([chunk('one'), chunk('two')]));
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: { first_token_timeout_ms: 300, aimd: false },
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const gateway = await gatewayWith(priority({ first_token_timeout_ms: 300, aimd: false }));
     const started = Date.now();
     const streamed = await chat(gateway, { stream: true });
     expect(Date.now() - started).toBeLessThan(2_500);
@@ -308,11 +283,9 @@ describe('failover', () => {
       await sleep(3_000);
       res.end('data: [DONE]\n\n');
     });
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: { first_token_timeout_ms: 300, max_attempts: 1, aimd: false },
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const gateway = await gatewayWith(
+      priority({ first_token_timeout_ms: 300, max_attempts: 1, aimd: false }),
+    );
     const response = await chat(gateway, { stream: true });
     expect(response.status).toBe(504);
     expect(JSON.parse(response.text)).toMatchObject({ error: { code: 'first_token_timeout' } });
@@ -325,11 +298,9 @@ describe('failover', () => {
       await sleep(700);
       res.end(`data: ${JSON.stringify(chunk('slow but served'))}\n\ndata: [DONE]\n\n`);
     });
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: { on_status: [503], first_token_timeout_ms: 200, aimd: false },
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const gateway = await gatewayWith(
+      priority({ on_status: [503], first_token_timeout_ms: 200, aimd: false }),
+    );
     const response = await chat(gateway, { stream: true });
     expect(response.status).toBe(200);
     expect(response.text).toContain('slow but served');
@@ -451,11 +422,7 @@ describe('share controller (AIMD) end to end', () => {
   });
 
   it('exports every controller metric with model and pool labels', async () => {
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: {},
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const gateway = await gatewayWith(priority({}));
     const text = await gateway.metrics();
     for (const name of [
       'gateway_provider_share',
@@ -496,14 +463,12 @@ describe('attempt outcomes before the commit point', () => {
         await sleep(5_000);
         res.end('data: [DONE]\n\n');
       });
-      const gateway = await gatewayWith({
-        strategy: 'priority',
-        fallback: {},
-        providers: [
+      const gateway = await gatewayWith(
+        priority({}, [
           { url: a.url, sanitize_response: sanitize },
           { url: b.url, sanitize_response: sanitize },
-        ],
-      });
+        ]),
+      );
       const client = new AbortController();
       const request = fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
@@ -529,11 +494,7 @@ describe('attempt outcomes before the commit point', () => {
       res.write('{"secret-body-content":');
       setTimeout(() => res.destroy(), 50);
     });
-    const gateway = await gatewayWith({
-      strategy: 'priority',
-      fallback: {},
-      providers: [{ url: a.url }, { url: b.url }],
-    });
+    const gateway = await gatewayWith(priority({}));
     expect(await chat(gateway)).toMatchObject({ status: 200, text: '{"id":"b"}' });
     expect(await attempts(gateway, a.url, 'connection_error')).toBe(1);
     expect(await attempts(gateway, b.url, 'committed')).toBe(1);
@@ -555,14 +516,12 @@ describe('attempt outcomes before the commit point', () => {
         setTimeout(() => res.destroy(), 50);
       });
       b.respondWith(sseReply([chunk('from b')]));
-      const gateway = await gatewayWith({
-        strategy: 'priority',
-        fallback: {},
-        providers: [
+      const gateway = await gatewayWith(
+        priority({}, [
           { url: a.url, sanitize_response: sanitize },
           { url: b.url, sanitize_response: sanitize },
-        ],
-      });
+        ]),
+      );
       const streamed = await chat(gateway, { stream: true });
       expect(streamed.status).toBe(200);
       expect(streamed.text).toContain('from b');
