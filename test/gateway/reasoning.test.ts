@@ -100,27 +100,21 @@ const chat = (extra: Record<string, unknown>) => ({
   ...extra,
 });
 
+const postChat = (gateway: StartedGateway, extra: Record<string, unknown>) =>
+  post(gateway, '/v1/chat/completions', chat(extra));
+
 describe('reasoning-effort translation (spec 2.6)', () => {
   it('translates per provider that is attempted: the budget for a, the switch for b after failover', async () => {
     const gateway = await pool();
-    expect(
-      (
-        await post(
-          gateway,
-          '/v1/chat/completions',
-          chat({ reasoning_effort: 'low', max_completion_tokens: 2000 }),
-        )
-      ).status,
-    ).toBe(200);
+    expect((await postChat(gateway, { reasoning_effort: 'low', max_completion_tokens: 2000 })).status).toBe(
+      200,
+    );
     const toA = JSON.parse(a.requests[0]!.body) as Record<string, unknown>;
     expect(toA.thinking_token_budget).toBe(1024);
     expect(toA).not.toHaveProperty('reasoning_effort');
 
     a.respondWith(jsonReply(503, {}));
-    expect(
-      (await post(gateway, '/v1/chat/completions', chat({ reasoning_effort: 'high', max_tokens: 9000 })))
-        .status,
-    ).toBe(200);
+    expect((await postChat(gateway, { reasoning_effort: 'high', max_tokens: 9000 })).status).toBe(200);
     const toB = JSON.parse(b.requests[0]!.body) as Record<string, unknown>;
     expect(toB.chat_template_kwargs).toEqual({ enable_thinking: true });
     expect(toB).not.toHaveProperty('thinking_token_budget');
@@ -130,22 +124,18 @@ describe('reasoning-effort translation (spec 2.6)', () => {
 
   it('injects nothing when the client sends no effort', async () => {
     const gateway = await pool();
-    await post(gateway, '/v1/chat/completions', chat({}));
+    await postChat(gateway, {});
     expect(JSON.parse(a.requests[0]!.body)).toEqual(chat({}));
   });
 
   it('rejects before any attempt: an effort one provider of the pool cannot do, an invalid effort', async () => {
     const gateway = await pool();
-    const unsupported = await post(
-      gateway,
-      '/v1/chat/completions',
-      chat({ reasoning_effort: 'max', max_completion_tokens: 99999 }),
-    );
+    const unsupported = await postChat(gateway, { reasoning_effort: 'max', max_completion_tokens: 99999 });
     expect(unsupported).toMatchObject({
       status: 400,
       body: { error: { code: 'unsupported_reasoning_effort' } },
     });
-    const invalid = await post(gateway, '/v1/chat/completions', chat({ reasoning_effort: 'extreme' }));
+    const invalid = await postChat(gateway, { reasoning_effort: 'extreme' });
     expect(invalid.status).toBe(400);
     expect(invalid.body.error?.code).toBe('invalid_reasoning_effort');
     expect(a.requests).toHaveLength(0);
@@ -162,29 +152,17 @@ describe('reasoning-effort translation (spec 2.6)', () => {
 
   it('checks a numeric budget against the request limit: missing 422, not above 400, never clipped', async () => {
     const gateway = await pool();
-    const missing = await post(gateway, '/v1/chat/completions', chat({ reasoning_effort: 'medium' }));
+    const missing = await postChat(gateway, { reasoning_effort: 'medium' });
     expect(missing).toMatchObject({
       status: 422,
       body: { error: { code: 'reasoning_budget_requires_limit' } },
     });
-    const equal = await post(
-      gateway,
-      '/v1/chat/completions',
-      chat({ reasoning_effort: 'medium', max_completion_tokens: 4096 }),
-    );
+    const equal = await postChat(gateway, { reasoning_effort: 'medium', max_completion_tokens: 4096 });
     expect(equal).toMatchObject({ status: 400, body: { error: { code: 'reasoning_budget_exceeds_limit' } } });
-    const legacyBelow = await post(
-      gateway,
-      '/v1/chat/completions',
-      chat({ reasoning_effort: 'medium', max_tokens: 100 }),
-    );
+    const legacyBelow = await postChat(gateway, { reasoning_effort: 'medium', max_tokens: 100 });
     expect(legacyBelow.status).toBe(400);
     expect(a.requests).toHaveLength(0);
-    const above = await post(
-      gateway,
-      '/v1/chat/completions',
-      chat({ reasoning_effort: 'medium', max_completion_tokens: 4097 }),
-    );
+    const above = await postChat(gateway, { reasoning_effort: 'medium', max_completion_tokens: 4097 });
     expect(above.status).toBe(200);
     expect((JSON.parse(a.requests[0]!.body) as Record<string, unknown>).thinking_token_budget).toBe(4096);
   });
@@ -222,7 +200,7 @@ describe('reasoning-effort translation (spec 2.6)', () => {
   it('refuses provider-native reasoning controls in both modes', async () => {
     for (const strict of [false, true]) {
       const gateway = await pool(strict);
-      const refused = await post(gateway, '/v1/chat/completions', chat({ thinking_token_budget: 1000 }));
+      const refused = await postChat(gateway, { thinking_token_budget: 1000 });
       expect(refused.status).toBe(400);
       expect(a.requests).toHaveLength(0);
     }
@@ -263,13 +241,7 @@ describe('reasoning-effort translation (spec 2.6)', () => {
   it('applies configured translations in strict mode too', async () => {
     const gateway = await pool(true);
     expect(
-      (
-        await post(
-          gateway,
-          '/v1/chat/completions',
-          chat({ reasoning_effort: 'minimal', max_completion_tokens: 500 }),
-        )
-      ).status,
+      (await postChat(gateway, { reasoning_effort: 'minimal', max_completion_tokens: 500 })).status,
     ).toBe(200);
     expect((JSON.parse(a.requests[0]!.body) as Record<string, unknown>).thinking_token_budget).toBe(128);
   });
