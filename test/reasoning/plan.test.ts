@@ -24,6 +24,13 @@ import {
 
 const MODES: readonly ReasoningMode[] = ['non-strict', 'strict'];
 
+/** The plan for a chat body with `extra` over `providers`. */
+const planChat = (
+  extra: Record<string, unknown>,
+  providers: readonly (CompiledReasoning | undefined)[],
+  mode: ReasoningMode,
+): ReasoningPlanResult => planReasoning('chat_completions', chatBody(extra), providers, mode);
+
 function expectPlan(result: ReasoningPlanResult): ReasoningPlan {
   if (!result.ok) throw new Error(`expected a plan, got ${result.status} ${result.code}: ${result.message}`);
   return result;
@@ -84,7 +91,7 @@ describe('rule 3: an omitted effort injects nothing', () => {
   });
 
   it('a budgeted translation asks for no limit when no effort is sent', () => {
-    const plan = expectPlan(planReasoning('chat_completions', chatBody(), [budgeted], 'non-strict'));
+    const plan = expectPlan(planChat({}, [budgeted], 'non-strict'));
     expect(plan.budget).toBeUndefined();
   });
 });
@@ -93,9 +100,7 @@ describe('effort value', () => {
   it.each([['turbo'], ['HIGH'], [''], [3], [true], [{ effort: 'high' }], [['high']]])(
     'chat: %j is not one of the seven efforts -> 400 invalid_reasoning_effort',
     (value) => {
-      const refusal = expectRefusal(
-        planReasoning('chat_completions', chatBody({ reasoning_effort: value }), [switchOnly], 'non-strict'),
-      );
+      const refusal = expectRefusal(planChat({ reasoning_effort: value }, [switchOnly], 'non-strict'));
       expect(refusal).toMatchObject({
         status: 400,
         code: 'invalid_reasoning_effort',
@@ -145,9 +150,7 @@ describe('effort value', () => {
 
   it('every one of the seven efforts is accepted where mapped', () => {
     for (const effort of ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']) {
-      const plan = expectPlan(
-        planReasoning('chat_completions', chatBody({ reasoning_effort: effort }), [renamed], 'strict'),
-      );
+      const plan = expectPlan(planChat({ reasoning_effort: effort }, [renamed], 'strict'));
       expect(plan.effort).toBe(effort);
     }
   });
@@ -156,9 +159,7 @@ describe('effort value', () => {
 describe('rule 4: unsupported efforts are refused before any attempt', () => {
   it('single provider: an effort in unsupported_efforts -> 400 unsupported_reasoning_effort', () => {
     for (const effort of ['xhigh', 'max']) {
-      const refusal = expectRefusal(
-        planReasoning('chat_completions', chatBody({ reasoning_effort: effort }), [switchOnly], 'non-strict'),
-      );
+      const refusal = expectRefusal(planChat({ reasoning_effort: effort }, [switchOnly], 'non-strict'));
       expect(refusal).toMatchObject({
         status: 400,
         code: 'unsupported_reasoning_effort',
@@ -182,26 +183,12 @@ describe('rule 4: unsupported efforts are refused before any attempt', () => {
   });
 
   it('pool: the message names the efforts every translating provider supports', () => {
-    const refusal = expectRefusal(
-      planReasoning(
-        'chat_completions',
-        chatBody({ reasoning_effort: 'none' }),
-        [switchOnly, budgeted],
-        'strict',
-      ),
-    );
+    const refusal = expectRefusal(planChat({ reasoning_effort: 'none' }, [switchOnly, budgeted], 'strict'));
     expect(refusal.message).toContain('supported: `low`, `medium`, `high`.');
   });
 
   it('a provider without a translation restricts nothing', () => {
-    const plan = expectPlan(
-      planReasoning(
-        'chat_completions',
-        chatBody({ reasoning_effort: 'max' }),
-        [undefined, renamed],
-        'non-strict',
-      ),
-    );
+    const plan = expectPlan(planChat({ reasoning_effort: 'max' }, [undefined, renamed], 'non-strict'));
     expect(plan.effort).toBe('max');
   });
 
@@ -231,12 +218,7 @@ describe('rule 4: unsupported efforts are refused before any attempt', () => {
     });
     for (const effort of ['none', 'low', 'max']) {
       const refusal = expectRefusal(
-        planReasoning(
-          'chat_completions',
-          chatBody({ reasoning_effort: effort }),
-          [renamed, refusesAll],
-          'non-strict',
-        ),
+        planChat({ reasoning_effort: effort }, [renamed, refusesAll], 'non-strict'),
       );
       expect(refusal.message).toContain('supported: none.');
     }
@@ -247,27 +229,11 @@ describe('rule 5: numeric budgets against the output limit (chat)', () => {
   const refuse = (
     extra: Record<string, unknown>,
     providers: readonly (CompiledReasoning | undefined)[] = [budgeted],
-  ) =>
-    expectRefusal(
-      planReasoning(
-        'chat_completions',
-        chatBody({ reasoning_effort: 'high', ...extra }),
-        providers,
-        'non-strict',
-      ),
-    );
+  ) => expectRefusal(planChat({ reasoning_effort: 'high', ...extra }, providers, 'non-strict'));
   const accept = (
     extra: Record<string, unknown>,
     providers: readonly (CompiledReasoning | undefined)[] = [budgeted],
-  ) =>
-    expectPlan(
-      planReasoning(
-        'chat_completions',
-        chatBody({ reasoning_effort: 'high', ...extra }),
-        providers,
-        'non-strict',
-      ),
-    );
+  ) => expectPlan(planChat({ reasoning_effort: 'high', ...extra }, providers, 'non-strict'));
 
   it('no limit -> 422 reasoning_budget_requires_limit', () => {
     const refusal = refuse({});
@@ -337,12 +303,7 @@ describe('rule 5: numeric budgets against the output limit (chat)', () => {
 
   it('each effort is checked against its own budget', () => {
     const at = (effort: string, limit: number) =>
-      planReasoning(
-        'chat_completions',
-        chatBody({ reasoning_effort: effort, max_tokens: limit }),
-        [budgeted],
-        'strict',
-      ).ok;
+      planChat({ reasoning_effort: effort, max_tokens: limit }, [budgeted], 'strict').ok;
     expect(at('low', 1025)).toBe(true);
     expect(at('low', 1024)).toBe(false);
     expect(at('medium', 4097)).toBe(true);
@@ -350,14 +311,7 @@ describe('rule 5: numeric budgets against the output limit (chat)', () => {
   });
 
   it('efforts without a numeric write need no limit', () => {
-    const plan = expectPlan(
-      planReasoning(
-        'chat_completions',
-        chatBody({ reasoning_effort: 'high' }),
-        [switchOnly, renamed],
-        'strict',
-      ),
-    );
+    const plan = expectPlan(planChat({ reasoning_effort: 'high' }, [switchOnly, renamed], 'strict'));
     expect(plan.budget).toBeUndefined();
   });
 
@@ -477,12 +431,7 @@ describe('rules 6-7: provider-native reasoning controls', () => {
 
   it('falsy values other than null still use the native channel and are refused', () => {
     for (const value of [false, 0, '', {}, []]) {
-      const result = planReasoning(
-        'chat_completions',
-        chatBody({ enable_thinking: value }),
-        [],
-        'non-strict',
-      );
+      const result = planChat({ enable_thinking: value }, [], 'non-strict');
       expect(expectRefusal(result).param).toBe('enable_thinking');
     }
   });
@@ -527,14 +476,7 @@ describe('rules 6-7: provider-native reasoning controls', () => {
   });
 
   it('strict refuses chat_template_kwargs on both surfaces in favour of the canonical control', () => {
-    const chat = expectRefusal(
-      planReasoning(
-        'chat_completions',
-        chatBody({ chat_template_kwargs: { enable_thinking: true } }),
-        [],
-        'strict',
-      ),
-    );
+    const chat = expectRefusal(planChat({ chat_template_kwargs: { enable_thinking: true } }, [], 'strict'));
     expect(chat).toMatchObject({
       status: 400,
       code: 'unsupported_reasoning_control',
@@ -566,9 +508,7 @@ describe('check order inside the reasoning stage', () => {
 
 describe('reasoningErrorBody', () => {
   it('is the standard error object (spec 2.7) with the code and param', () => {
-    const refusal = expectRefusal(
-      planReasoning('chat_completions', chatBody({ reasoning_effort: 'high' }), [budgeted], 'non-strict'),
-    );
+    const refusal = expectRefusal(planChat({ reasoning_effort: 'high' }, [budgeted], 'non-strict'));
     expect(reasoningErrorBody(refusal)).toEqual({
       error: {
         message: refusal.message,
