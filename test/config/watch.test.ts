@@ -10,6 +10,7 @@ import { readSecretFile } from '../../src/gateway/config/secret-file.js';
 import { ConfigWatcher, type ConfigChange } from '../../src/gateway/config/watch.js';
 import { ROOT } from '../helpers/process.js';
 import { secretVolume } from '../helpers/secret-volume.js';
+import { until } from '../helpers/wait.js';
 
 let dir: string;
 const watchers: ConfigWatcher[] = [];
@@ -66,14 +67,6 @@ async function startWatcher(configPath: string, keyFiles: string[], pollMs = 60_
   return { watcher, changes, lines };
 }
 
-async function eventually(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
-
 describe('entriesBehind', () => {
   it('is the name itself, plus the first entry a symlink into the same directory goes through', async () => {
     await writeFile(join(dir, 'plain'), 'x');
@@ -102,7 +95,7 @@ describe('watching referenced key files', () => {
     const { changes } = await startWatcher(configPath, [join(keys, 'team-a'), join(keys, 'upstream')]);
 
     await volume.update({ 'team-a': 'sk-two\n', upstream: 'sk-up\n' });
-    await eventually(() => changes.length === 1);
+    await until(() => changes.length === 1);
     expect(changes[0]).toMatchObject({ changed: [join(keys, 'team-a')], trigger: 'watch' });
     await sleep(300); // past the debounce: the same content must not count twice
     expect(changes).toHaveLength(1);
@@ -122,7 +115,7 @@ describe('watching referenced key files', () => {
     expect(lines).toEqual([]);
 
     await writeFile(keyFile, 'sk-two\n');
-    await eventually(() => changes.length === 1);
+    await until(() => changes.length === 1);
     const changed = lines.find((l) => l.msg === 'configuration sources changed');
     expect(changed?.events).toContain('team-a');
     expect(changes[0]!.changed).toEqual([keyFile]);
@@ -141,7 +134,7 @@ describe('watching referenced key files', () => {
     const { changes } = await startWatcher(configPath, [join(linkDir, 'team-a')], 200);
 
     await writeFile(join(elsewhere, 'real'), 'sk-two\n');
-    await eventually(() => changes.length === 1);
+    await until(() => changes.length === 1);
     expect(changes[0]).toMatchObject({ changed: [join(linkDir, 'team-a')], trigger: 'poll' });
   });
 
@@ -153,9 +146,9 @@ describe('watching referenced key files', () => {
     const { changes, lines } = await startWatcher(configPath, [keyFile]);
 
     await rm(keyFile);
-    await eventually(() => changes.length === 1);
+    await until(() => changes.length === 1);
     await writeFile(keyFile, 'sk-one\n');
-    await eventually(() => changes.length === 2);
+    await until(() => changes.length === 2);
     const digest = createHash('sha256').update('sk-one\n').digest('hex');
     expect(JSON.stringify(lines)).not.toContain(digest);
     expect(JSON.stringify(lines)).not.toContain('sk-one');
@@ -187,10 +180,10 @@ describe('watching referenced key files', () => {
     watcher.start();
 
     await writeFile(configPath, '{"references": "team-b"}');
-    await eventually(() => changes.length === 1);
+    await until(() => changes.length === 1);
     expect(watcher.watchedFiles()).toEqual([configPath, keyFile]);
     await writeFile(keyFile, 'sk-b2\n');
-    await eventually(() => changes.length === 2);
+    await until(() => changes.length === 2);
     expect(changes[1]!.changed).toEqual([keyFile]);
   });
 });

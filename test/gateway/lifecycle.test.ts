@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { gatewaysPerTest } from '../helpers/gateway.js';
+import { until } from '../helpers/wait.js';
 import { jsonReply, sseReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let upstream: RecordingUpstream;
@@ -41,14 +42,6 @@ function tryConnect(port: number): Promise<string> {
     });
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
   });
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(10);
-  }
 }
 
 describe('admin listener', () => {
@@ -147,7 +140,7 @@ describe('graceful shutdown (spec 3.2)', () => {
     const responses = (): string[] => received.split('HTTP/1.1 ').filter(Boolean);
 
     socket.write(request);
-    await waitUntil(() => responses().length === 1 && received.includes('{"id":"ok"}'));
+    await until(() => responses().length === 1 && received.includes('{"id":"ok"}'));
     expect(responses()[0]!.toLowerCase()).toContain('connection: keep-alive');
 
     gateway.program.proc.kill('SIGTERM');

@@ -1,3 +1,4 @@
+import { until } from '../helpers/wait.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, gatewaysPerTest, type StartedGateway } from '../helpers/gateway.js';
@@ -441,14 +442,6 @@ describe('share controller (AIMD) end to end', () => {
 describe('attempt outcomes before the commit point', () => {
   async function attempts(gateway: StartedGateway, provider: string, outcome: string) {
     return metricValue(await gateway.metrics(), 'gateway_upstream_attempts_total', { provider, outcome });
-  }
-
-  async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error('condition not met in time');
-      await sleep(25);
-    }
   }
 
   for (const sanitize of [false, true]) {

@@ -9,6 +9,7 @@ import { runShutdown } from '../../src/gateway/lifecycle/shutdown.js';
 import { createLogger } from '../../src/gateway/telemetry/logger.js';
 import { GatewayMetrics } from '../../src/gateway/telemetry/metrics.js';
 import { metricValue } from '../helpers/gateway.js';
+import { until } from '../helpers/wait.js';
 
 const logger = createLogger({ level: 'silent' });
 const cleanups: (() => void)[] = [];
@@ -65,13 +66,6 @@ function openStream(port: number): Promise<{ ended: Promise<string>; close(): vo
 }
 
 /** Polls `condition` every 10 ms for up to 2 s. */
-async function until(condition: () => boolean): Promise<void> {
-  for (let waited = 0; !condition(); waited += 10) {
-    if (waited >= 2_000) throw new Error(`condition not met within 2 s: ${condition.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 /** Runs the shutdown with no delay and a drain deadline of `timeoutSecs`. */
 function shutdownWithin(
   s: Awaited<ReturnType<typeof setup>>,
@@ -108,17 +102,17 @@ describe('runShutdown', () => {
   it('forgets the connections that closed, whichever order they close in, and cuts the rest', async () => {
     const s = await setup();
     const streams = await Promise.all(Array.from({ length: 5 }, () => openStream(s.port)));
-    await until(() => s.tracker.openSockets === 5);
+    await until(() => s.tracker.openSockets === 5, 2_000, 10);
     // The first closes (the last one takes its place in the tracker), then that moved one.
     streams[0]!.close();
-    await until(() => s.tracker.openSockets === 4);
+    await until(() => s.tracker.openSockets === 4, 2_000, 10);
     streams[4]!.close();
-    await until(() => s.tracker.openSockets === 3);
+    await until(() => s.tracker.openSockets === 3, 2_000, 10);
     const code = await shutdownWithin(s, 0.3);
     expect(code).toBe(1);
     expect(metricValue(await s.metrics.render(), 'gateway_shutdown_forced_connections_total')).toBe(3);
     for (const stream of streams.slice(1, 4)) expect(await stream.ended).not.toBe('end');
-    await until(() => s.tracker.openSockets === 0);
+    await until(() => s.tracker.openSockets === 0, 2_000, 10);
   });
 
   it('returns 0 when nothing is in flight and runs finalizers before closing the admin server', async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAULT_MODES } from '../fixtures/fault-modes.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
+import { until } from '../helpers/wait.js';
 import {
-  eventually,
   getJson,
   metricValue,
   rawRequest,
@@ -167,7 +167,7 @@ describe.each<Kind>(['chat', 'completions'])('fault modes on %s', (kind) => {
     expect(done).toBe(false);
     expect(rest.length).toBe(0);
     expect(expectPrefix(kind, frames, 2)).toEqual([]);
-    await eventually(async () => {
+    await until(async () => {
       const records = (await getJson(sim.baseUrl, '/control/capacity')) as {
         model: string;
         running: number;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type StartedSim } from '../helpers/sim.js';
-import { eventually, metricValue, postJson, readMetrics, writeModels } from './support.js';
+import { until } from '../helpers/wait.js';
+import { metricValue, postJson, readMetrics, writeModels } from './support.js';
 
 let sim: StartedSim;
 
@@ -83,7 +84,7 @@ describe('/metrics', () => {
         signal: c.signal,
       }),
     );
-    await eventually(async () => {
+    await until(async () => {
       const text = await readMetrics(sim.baseUrl);
       return (
         metricValue(text, 'vllm:num_requests_running', long) === 1 &&
@@ -92,7 +93,7 @@ describe('/metrics', () => {
     });
     for (const c of controllers) c.abort();
     await Promise.allSettled(bodies);
-    await eventually(async () => {
+    await until(async () => {
       const text = await readMetrics(sim.baseUrl);
       return (
         metricValue(text, 'vllm:num_requests_running', long) === 0 &&

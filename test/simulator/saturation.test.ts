@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type StartedSim } from '../helpers/sim.js';
-import { eventually, getJson, metricValue, postJson, readMetrics, writeModels } from './support.js';
+import { until } from '../helpers/wait.js';
+import { getJson, metricValue, postJson, readMetrics, writeModels } from './support.js';
 
 /**
  * Saturation and runtime capacity control through the real HTTP interface. Each model has a slow,
@@ -121,7 +122,7 @@ describe('bounded waiting queue', () => {
   });
 
   it('admits again once the queue has drained', async () => {
-    await eventually(async () => (await capacity('sat')).waiting === 0);
+    await until(async () => (await capacity('sat')).waiting === 0);
     const ok = await postJson(sim.baseUrl, '/v1/chat/completions', {
       model: 'sat',
       max_tokens: 2,
@@ -153,7 +154,7 @@ describe('runtime capacity control', () => {
   it('lowering max_waiting affects later arrivals only; 0 means unbounded', async () => {
     const streams = await Promise.all([1, 2, 3, 4, 5].map(() => stream('cap', 30)));
     // Arrivals during a step are admitted at the next step boundary.
-    await eventually(async () => (await capacity('cap')).running === 2);
+    await until(async () => (await capacity('cap')).running === 2);
     expect(await capacity('cap')).toMatchObject({ running: 2, waiting: 3 });
 
     const res = await setCapacity({ model: 'cap', max_waiting: 1 });
@@ -189,11 +190,11 @@ describe('runtime capacity control', () => {
 
   it('raising max_num_seqs admits queued work; lowering it drains running work without cutting it', async () => {
     const streams = await Promise.all([1, 2, 3, 4].map(() => stream('cap', 25)));
-    await eventually(async () => (await capacity('cap')).running === 2);
+    await until(async () => (await capacity('cap')).running === 2);
     expect(await capacity('cap')).toMatchObject({ running: 2, waiting: 2 });
 
     await setCapacity({ model: 'cap', max_num_seqs: 4 });
-    await eventually(async () => (await capacity('cap')).running === 4);
+    await until(async () => (await capacity('cap')).running === 4);
     expect((await capacity('cap')).waiting).toBe(0);
 
     await setCapacity({ model: 'cap', max_num_seqs: 1 });

@@ -190,11 +190,3 @@ export async function readMetrics(baseUrl: string): Promise<string> {
 }
 
 /** Polls `check` until it returns true or the deadline passes (generous, for state that settles). */
-export async function eventually(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`condition not met within ${timeoutMs} ms`);
-}

@@ -4,6 +4,7 @@ import { decideTogether } from '../../../src/gateway/limits/redis/limiters.js';
 import { parseFailurePolicies, type FailurePolicies } from '../../../src/gateway/limits/redis/policy.js';
 import { isPromise } from '../../../src/gateway/limits/types.js';
 import { startRedis, type RedisServer } from '../../helpers/redis.js';
+import { until } from '../../helpers/wait.js';
 import { grant, openStore, refusal, sleep, uniquePrefix, type TestStore } from './helpers.js';
 
 // What the shared limiters decide when Redis cannot answer: unreachable, slower than the per-call
@@ -38,14 +39,6 @@ async function store(url: string, policy: string, options: { timeoutMs?: number;
 
 const subject = { scope: 'target' as const, subject: 'llama' };
 const rate = { requests_per_second: 0.001, burst_size: 1 };
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(50);
-  }
-}
 
 describe('Redis unreachable', () => {
   it('decides each kind by its policy at once, counting every decision', async () => {
@@ -117,7 +110,7 @@ describe('Redis slower than the per-call timeout', () => {
       expect(await t.degraded('concurrency', 'fail_closed')).toBe(1);
       expect(t.lines.find((l) => l.kind === 'concurrency')?.reason).toBe('timeout');
       // The acquire ran when the pause ended; the release sent behind it removed the lease again.
-      await waitFor(async () => (await admin.exists(key)) === 0 || (await admin.zcard(key)) === 0);
+      await until(async () => (await admin.exists(key)) === 0 || (await admin.zcard(key)) === 0);
       await sleep(100);
       expect(await admin.zcard(key)).toBe(0);
     } finally {
@@ -135,7 +128,7 @@ describe('Redis stopped and restarted', () => {
     refusal(await closed.store.tokenBucket(id, rate, subject).acquire());
 
     await redis.stop();
-    await waitFor(async () => (await closed.up()) === 0 && (await openT.up()) === 0);
+    await until(async () => (await closed.up()) === 0 && (await openT.up()) === 0);
     refusal(await closed.store.tokenBucket(id, rate, subject).acquire());
     grant(await openT.store.tokenBucket(id, rate, subject).acquire());
     grant(await openT.store.tokenBucket(id, rate, subject).acquire());
@@ -143,7 +136,7 @@ describe('Redis stopped and restarted', () => {
     expect(await openT.degraded('rate', 'fail_open')).toBe(2);
 
     await redis.start();
-    await waitFor(async () => (await closed.up()) === 1 && (await openT.up()) === 1);
+    await until(async () => (await closed.up()) === 1 && (await openT.up()) === 1);
     // A fresh Redis (no persistence): each bucket is full again, and the limit holds again.
     grant(await openT.store.tokenBucket(id, rate, subject).acquire());
     refusal(await openT.store.tokenBucket(id, rate, subject).acquire());
