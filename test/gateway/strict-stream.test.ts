@@ -5,6 +5,7 @@ import { UNTRUSTED_ERROR_ROWS } from '../fixtures/strict-errors.js';
 import { chat, readBody } from '../helpers/client.js';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
+import { until } from '../helpers/wait.js';
 import { startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
 import { writeModels } from '../simulator/support.js';
 
@@ -458,11 +459,18 @@ describe('--sse-buffer-limit (spec 8)', () => {
   it('64: an overflow before the first frame is a stream error too, never a clean (empty) end', async () => {
     const large = chunkEvent('y'.repeat(400));
     up.respondWith(writes([large.slice(0, 150), large.slice(150)], 60, true));
+    const before = limit64.program.logs.length;
     const read = await stream(limit64, 'rec');
     // Spec 7.1: an unsent overflow has no status of its own; the client sees the connection fail.
     expect(read.failed).toBe(true);
     expect(read.status === 0 || read.status === 200).toBe(true);
     expect(read.text).toBe('');
+    // Logged like an overflow after the first frame.
+    await until(() =>
+      limit64.program.logs
+        .slice(before)
+        .some((l) => typeof l.msg === 'string' && l.msg.includes('--sse-buffer-limit')),
+    );
   });
 
   it('64: complete events larger than the limit, each in one write, are not an overflow', async () => {
