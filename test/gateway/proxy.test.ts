@@ -5,6 +5,7 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, gatewaysPerTest, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, sseReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { untilEquals } from '../helpers/wait.js';
 
 let a: RecordingUpstream;
 let b: RecordingUpstream;
@@ -505,10 +506,8 @@ describe('in-flight slots are released', () => {
     return metricValue(await gateway.metrics(), 'gateway_model_inflight', { model: 'a' });
   }
 
-  async function eventuallyZero(gateway: StartedGateway): Promise<void> {
-    for (let i = 0; i < 100 && (await inflight(gateway)) !== 0; i++) await sleep(50);
-    expect(await inflight(gateway)).toBe(0);
-  }
+  const eventuallyZero = (gateway: StartedGateway) =>
+    untilEquals(() => inflight(gateway), 0, 'gateway_model_inflight', 5_000);
 
   it('on normal end, on upstream error and on client disconnect mid-stream', async () => {
     const gateway = await gatewayWith(config());

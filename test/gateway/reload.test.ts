@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, spawnGateway, gatewaysPerTest } from '../helpers/gateway.js';
 import { ROOT, spawnProgram } from '../helpers/process.js';
+import { untilEquals } from '../helpers/wait.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 
 let upstream: RecordingUpstream;
@@ -34,16 +35,8 @@ async function statusFor(gateway: { url: string }, alias: string): Promise<numbe
 }
 
 /** Polls until the alias answers with the expected status (reloads are asynchronous). */
-async function eventuallyStatus(gateway: { url: string }, alias: string, expected: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  let last = 0;
-  while (Date.now() < deadline) {
-    last = await statusFor(gateway, alias);
-    if (last === expected) return;
-    await sleep(50);
-  }
-  throw new Error(`alias ${alias}: expected ${expected}, still ${last}`);
-}
+const eventuallyStatus = (gateway: { url: string }, alias: string, expected: number) =>
+  untilEquals(() => statusFor(gateway, alias), expected, `alias ${alias}`);
 
 describe('hot reload', () => {
   it('applies an in-place write and reports it in the metrics', async () => {

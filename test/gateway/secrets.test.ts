@@ -11,6 +11,7 @@ import { metricValue, spawnGateway, type SpawnedGateway } from '../helpers/gatew
 import { ROOT, spawnProgram, type RunningProgram } from '../helpers/process.js';
 import { secretVolume } from '../helpers/secret-volume.js';
 import { jsonReply, OK_COMPLETION, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { untilEquals } from '../helpers/wait.js';
 
 let upstream: RecordingUpstream;
 let dir: string;
@@ -66,16 +67,8 @@ async function statusWith(gateway: { url: string }, key: string): Promise<number
   return response.status;
 }
 
-async function eventuallyStatus(gateway: { url: string }, key: string, expected: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  let last = 0;
-  while (Date.now() < deadline) {
-    last = await statusWith(gateway, key);
-    if (last === expected) return;
-    await sleep(50);
-  }
-  throw new Error(`key ${key.slice(0, 6)}...: expected ${expected}, still ${last}`);
-}
+const eventuallyStatus = (gateway: { url: string }, key: string, expected: number) =>
+  untilEquals(() => statusWith(gateway, key), expected, `key ${key.slice(0, 6)}...`);
 
 async function metrics(gateway: { adminUrl: string }): Promise<string> {
   return (await fetch(`${gateway.adminUrl}/metrics`)).text();

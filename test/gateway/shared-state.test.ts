@@ -9,6 +9,7 @@ import {
   type RecordingUpstream,
   type UpstreamHandler,
 } from '../helpers/upstream.js';
+import { untilEquals } from '../helpers/wait.js';
 
 // Two gateway processes pointed at one real Redis (`--shared-state`): the limits hold across both,
 // a killed process's slots come back after the lease, and a Redis outage follows the failure policy.
@@ -121,13 +122,8 @@ async function metric(gateway: StartedGateway, name: string, labels: Record<stri
   return metricValue(await gateway.metrics(), name, labels);
 }
 
-async function waitForMetric(gateway: StartedGateway, name: string, value: number): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while ((await metric(gateway, name)) !== value) {
-    if (Date.now() > deadline) throw new Error(`${name} did not become ${value}`);
-    await sleep(50);
-  }
-}
+const waitForMetric = (gateway: StartedGateway, name: string, value: number) =>
+  untilEquals(() => metric(gateway, name), value, name, 15_000);
 
 const acme = { authorization: 'Bearer acme-key' };
 const auth = { key_definitions: { acme: { key: 'acme-key', labels: { account: 'acme' } } } };

@@ -13,3 +13,20 @@ export async function until(
     await sleep(intervalMs);
   }
 }
+
+/** Resolves once `probe()` returns `expected`; after `timeoutMs` throws naming `what` and the last value. */
+export async function untilEquals<T>(
+  probe: () => Promise<T>,
+  expected: T,
+  what = 'value',
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await probe();
+  while (last !== expected) {
+    if (Date.now() > deadline)
+      throw new Error(`${what}: expected ${String(expected)}, still ${String(last)}`);
+    await sleep(50);
+    last = await probe();
+  }
+}
