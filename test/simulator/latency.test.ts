@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type StartedSim } from '../helpers/sim.js';
-import { writeModels } from './support.js';
+import { streamChat, writeModels } from './support.js';
 
 /**
  * Latency through the real server. Simulated time never runs ahead of the wall clock and a client
@@ -40,16 +40,7 @@ afterAll(async () => {
 /** Wall-clock arrival time (ms since `start`) of every content token of a chat stream. */
 async function tokenTimes(model: string, tokens: number): Promise<{ start: number; times: number[] }> {
   const start = performance.now();
-  const res = await fetch(`${sim.baseUrl}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model,
-      stream: true,
-      max_tokens: tokens,
-      messages: [{ role: 'user', content: 'hi' }],
-    }),
-  });
+  const res = await streamChat(sim.baseUrl, model, tokens);
   const times: number[] = [];
   const decoder = new TextDecoder();
   let buffer = '';

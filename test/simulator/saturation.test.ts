@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type StartedSim } from '../helpers/sim.js';
 import { until } from '../helpers/wait.js';
-import { getJson, metricValue, postJson, readMetrics, writeModels } from './support.js';
+import { getJson, metricValue, postJson, readMetrics, streamChat, writeModels } from './support.js';
 
 /**
  * Saturation and runtime capacity control through the real HTTP interface. Each model has a slow,
@@ -45,16 +45,7 @@ interface OpenStream {
 }
 
 async function stream(model: string, maxTokens: number): Promise<OpenStream> {
-  const res = await fetch(`${sim.baseUrl}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model,
-      stream: true,
-      max_tokens: maxTokens,
-      messages: [{ role: 'user', content: 'hi' }],
-    }),
-  });
+  const res = await streamChat(sim.baseUrl, model, maxTokens);
   let done = false;
   const body = res.text().then((text) => {
     done = true;

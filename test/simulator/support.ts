@@ -155,6 +155,20 @@ export function sseFrames(payload: Buffer): { data: string[]; rest: Buffer } {
   return { data, rest: payload.subarray(offset) };
 }
 
+/** Opens a streamed chat completion of `maxTokens` tokens from `model`; the body is left unread. */
+export function streamChat(baseUrl: string, model: string, maxTokens: number): Promise<Response> {
+  return fetch(`${baseUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      model,
+      stream: true,
+      max_tokens: maxTokens,
+      messages: [{ role: 'user', content: 'hi' }],
+    }),
+  });
+}
+
 export async function postJson(
   baseUrl: string,
   path: string,
