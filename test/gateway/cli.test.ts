@@ -68,6 +68,24 @@ describe('gateway command line', () => {
     expect(flat).toContain('default: 9090');
     expect(flat).toContain('default: 300');
     expect(flat).toContain('default: 65536');
+    // The shared-state flags, each with its variable and default.
+    for (const expected of [
+      '--shared-state <redis-url>',
+      'GATEWAY_SHARED_STATE)',
+      '--shared-state-failure <policy>',
+      'GATEWAY_SHARED_STATE_FAILURE',
+      'default: rate=fail_open,concurrency=fail_open,inflight=fail_open,batch=fail_closed',
+      '--shared-state-lease-secs <seconds>',
+      'GATEWAY_SHARED_STATE_LEASE_SECS',
+      '--shared-state-timeout-ms <ms>',
+      'GATEWAY_SHARED_STATE_TIMEOUT_MS',
+      'default: 50',
+      '--shared-state-prefix <prefix>',
+      'GATEWAY_SHARED_STATE_PREFIX',
+      'default: "gateway:"',
+    ]) {
+      expect(flat).toContain(expected);
+    }
   });
 
   it.each([[['--help']], [['validate', '--help']], [['schema', '--help']]])(
