@@ -23,6 +23,8 @@
  *   default: the shipped flags, SHIPPED_NODE_ARGS in bench/support/services.ts; `node=` for Node's
  *   defaults);
  * - `args`: extra program arguments (e.g. the floor's `--abort-on-close always`);
+ * - `env`: extra environment of a gateway variant, space-separated `NAME=VALUE` words (e.g.
+ *   glibc's `MALLOC_MMAP_THRESHOLD_=65536`, read when the process starts);
  * - `arrivals`: `poisson` or `periodic`, this variant's `paced` arrivals (to compare the two on one
  *   proxy in one run: two variants with the same proxy, different names).
  *
@@ -66,6 +68,8 @@ interface Variant {
   bin: string | undefined;
   nodeArgs: string[];
   args: string[];
+  /** Extra environment of the proxy process. */
+  env: Record<string, string>;
   /** How the `paced` load's streams arrive for this variant (default: `--arrivals`). */
   arrivals: Arrivals | undefined;
 }
@@ -100,6 +104,13 @@ function parseVariant(text: string): Variant {
     bin: fields.get('bin'),
     nodeArgs,
     args: words('args'),
+    env: Object.fromEntries(
+      words('env').map((word) => {
+        const at = word.indexOf('=');
+        if (at <= 0) throw new Error(`env takes NAME=VALUE words, got ${word}`);
+        return [word.slice(0, at), word.slice(at + 1)];
+      }),
+    ),
     arrivals: arrivals === undefined ? undefined : parseArrivals(arrivals),
   };
 }
@@ -180,6 +191,7 @@ try {
         await startGateway(`gateway-${variant.name}`, gatewayConfig(variant.proxy, upstream.ports), {
           nodeArgs: variant.nodeArgs,
           args: variant.args,
+          env: variant.env,
           ...(variant.bin ? { bin: variant.bin } : {}),
         }),
       );

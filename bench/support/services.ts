@@ -19,6 +19,8 @@ export interface ProxyProcessOptions {
   onText?: (line: string) => void;
   /** Extra program arguments (after the script). */
   args?: string[];
+  /** Extra environment of the proxy process, e.g. glibc's `MALLOC_*` tunables (read at start). */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface RunningUpstream {
@@ -97,7 +99,7 @@ export async function startGateway(
     ],
     {
       nodeArgs: [...(options.nodeArgs ?? SHIPPED_NODE_ARGS)],
-      env: { LOG_LEVEL: 'info' },
+      env: { LOG_LEVEL: 'info', ...options.env },
       keep: isReload,
       ...(options.onText ? { onText: options.onText } : {}),
     },
