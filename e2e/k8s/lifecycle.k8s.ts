@@ -47,6 +47,8 @@ import {
   type StreamResult,
 } from './cluster.ts';
 
+/** Clients of the drain test's steady load through the Service. */
+const LOAD_CONCURRENCY = 4;
 const NS = 'gateway-e2e';
 const RELEASE = 'gw';
 const FULLNAME = `${RELEASE}-gateway`;
@@ -555,7 +557,7 @@ describe('the chart on a real cluster', () => {
       mode: 'load',
       url: COMPLETIONS,
       bodies: [chat('fast', false), chat('fast', true)],
-      concurrency: 4,
+      concurrency: LOAD_CONCURRENCY,
       maxMs: 300_000,
     });
     await clientEvent(NS, load, 'load-started');
@@ -621,7 +623,12 @@ describe('the chart on a real cluster', () => {
     expect(listenerClosedMs!).toBeGreaterThanOrEqual((budget.preStop + budget.delay) * 1000 - 500);
     expect(goneMs).toBeDefined();
     expect(goneMs!).toBeLessThan((grace ?? 0) * 1000);
-    expect(lateRequests).toBe(0);
+    // New traffic stops once kube-proxy follows the EndpointSlice. A kept-alive connection that sat
+    // idle when the pod was told to stop is not closed under a client that may be writing on it (a
+    // request lost to that race is worse than one served late): its next request is still served,
+    // with `Connection: close`, so each such connection brings at most one. The load keeps at most
+    // `concurrency` connections open; a pod that kept admitting would serve dozens a second.
+    expect(lateRequests).toBeLessThanOrEqual(LOAD_CONCURRENCY);
     expect(loadResult.errors).toEqual([]);
     expect(loadResult).toMatchObject({ failed: 0, cut: 0 });
     await waitFor('the replacement pod', 180_000, () => rolloutComplete(NS, FULLNAME));
