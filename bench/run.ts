@@ -279,6 +279,19 @@ function ratioToFloor(rates: Map<string, number[]>, name: string): number | unde
   return ratios && median(ratios);
 }
 
+/** The open-loop section: every target at the planned arrival rate in alternating rounds, as rows. */
+async function measureOpen(plan: Plan, targets: readonly Target[], upstreamPid: number): Promise<Row[]> {
+  const results = await alternate(
+    plan,
+    targets,
+    'open loop',
+    (target) =>
+      openLoop(target, upstreamPid, { ratePerSecond: plan.openRate, durationSeconds: plan.openSeconds }),
+    (r) => r.cpu,
+  );
+  return openRows(plan, results);
+}
+
 /** The closed-loop section: every target in alternating rounds, as rows. */
 async function measureClosed(plan: Plan, targets: readonly Target[], upstreamPid: number): Promise<Row[]> {
   const results = await alternate(
@@ -758,20 +771,7 @@ async function main(): Promise<void> {
       // lasts minutes, and --start-when-quiet starts the run at the beginning of one.
       const sections: Record<Exclude<Section, 'reload'>, () => Promise<Row[]>> = {
         closed: () => measureClosed(plan, targets, upstreamPid),
-        open: async () => {
-          const results = await alternate(
-            plan,
-            targets,
-            'open loop',
-            (target) =>
-              openLoop(target, upstreamPid, {
-                ratePerSecond: plan.openRate,
-                durationSeconds: plan.openSeconds,
-              }),
-            (r) => r.cpu,
-          );
-          return openRows(plan, results);
-        },
+        open: () => measureOpen(plan, targets, upstreamPid),
         stream: async () => {
           const results = await alternate(
             plan,
@@ -1122,20 +1122,7 @@ async function headlineRun(
           });
         }
         // Open loop first, as in the full run: its tails are what a quiet spell is needed for.
-        open = openRows(
-          plan,
-          await alternate(
-            plan,
-            targets,
-            'open loop',
-            (target) =>
-              openLoop(target, upstreamPid, {
-                ratePerSecond: plan.openRate,
-                durationSeconds: plan.openSeconds,
-              }),
-            (r) => r.cpu,
-          ),
-        );
+        open = await measureOpen(plan, targets, upstreamPid);
         closed = await measureClosed(plan, targets, upstreamPid);
       }
     } finally {

@@ -153,14 +153,17 @@ async function respondBody(
     return;
   }
   const bytes = read.bytes;
+  const recording = attempt.span.isRecording();
+  const raw = mode.kind === 'raw';
+  // Parsed here, at most once, for the span or for a raw body that can carry an error at all
+  // (strict and standalone bodies are parsed by their sanitizer).
+  const value =
+    recording || (raw && bytes.includes(ERROR_KEY)) ? parseJsonSafe(bytes.toString('utf8')) : undefined;
   // Response model and token usage, for the attempt span, when the body is read anyway.
-  if (attempt.span.isRecording()) recordResponseSummary(attempt.span, parseJsonSafe(bytes.toString('utf8')));
+  if (recording) recordResponseSummary(attempt.span, value);
 
-  if (mode.kind === 'raw') {
-    // Parse only a body that can carry an error at all.
-    const error = bytes.includes(ERROR_KEY)
-      ? embeddedError(parseJsonSafe(bytes.toString('utf8')))
-      : undefined;
+  if (raw) {
+    const error = embeddedError(value);
     if (error !== undefined && abandonedForEmbeddedError(attempt, response, embeddedStatus(error))) return;
     attempt.commit();
     passThrough(ctx, attempt, response, [bytes], deps);
@@ -250,7 +253,7 @@ async function respondStream(
     return;
   }
   if (frames.state === 'overflow') {
-    logOverflow(ctx, attempt, deps);
+    logOverflow(ctx, attempt, deps.logger, { limit: deps.sseBufferLimit });
     response.discard();
     ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
     cutResponse(ctx.res);

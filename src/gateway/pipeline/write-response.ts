@@ -98,17 +98,22 @@ abstract class ClientBodyWriter implements BodyConsumer {
   abstract bodyData(chunk: Buffer): void;
   abstract bodyEnded(): void;
   abstract bodyFailed(error: Error): void;
+
+  #onDrain: (() => void) | undefined;
+
+  /** Writes to the client; a full socket holds the provider back until it drains. */
+  protected write(data: string | Buffer): void {
+    if (this.ctx.res.write(data)) return;
+    this.response.pause();
+    this.#onDrain ??= () => this.response.resume();
+    this.ctx.res.once('drain', this.#onDrain);
+  }
 }
 
 /** The consumer of a passed-through body: each chunk written to the client as it arrives. */
 class ForwardToClient extends ClientBodyWriter {
-  #onDrain: (() => void) | undefined;
-
   bodyData(chunk: Buffer): void {
-    if (this.ctx.res.write(chunk)) return;
-    this.response.pause();
-    this.#onDrain ??= () => this.response.resume();
-    this.ctx.res.once('drain', this.#onDrain);
+    this.write(chunk);
   }
 
   bodyEnded(): void {
@@ -131,13 +136,15 @@ function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error,
   );
 }
 
+/** An unfinished SSE event outgrew `--sse-buffer-limit`: the stream is cut, and said so at warn. */
 export function logOverflow(
   ctx: RequestContext,
   attempt: Attempt,
-  deps: { logger: AttemptDeps['logger']; sseBufferLimit: number },
+  logger: AttemptDeps['logger'],
+  overflow: { readonly limit: number; readonly pendingBytes?: number },
 ): void {
-  deps.logger.warn(
-    { model: ctx.modelLabel, provider: attempt.provider.name, limit: deps.sseBufferLimit },
+  logger.warn(
+    { model: ctx.modelLabel, provider: attempt.provider.name, ...overflow },
     'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
   );
 }
@@ -319,12 +326,7 @@ class TransformPump extends ClientBodyWriter {
 
   #apply(step: SseStep | ReturnType<SseSanitizeTransform['end']>): void {
     if (this.#finished) return;
-    const res = this.ctx.res;
-    if (step.output.length > 0 && !res.write(step.output)) {
-      const response = this.response;
-      response.pause();
-      res.once('drain', () => response.resume());
-    }
+    if (step.output.length > 0) this.write(step.output);
     switch (step.state) {
       case 'open':
         return;
@@ -334,10 +336,7 @@ class TransformPump extends ClientBodyWriter {
         this.#finish('end');
         return;
       case 'overflow':
-        this.deps.logger.warn(
-          { model: this.ctx.modelLabel, provider: this.attempt.provider.name, ...step.overflow },
-          'unfinished SSE event exceeded --sse-buffer-limit; stream cut',
-        );
+        logOverflow(this.ctx, this.attempt, this.deps.logger, step.overflow!);
         this.#finish('destroy');
         return;
       case 'incomplete':
