@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
-import { gatewayErrors, inResponseMode, type GatewayError } from '../../src/gateway/pipeline/errors.js';
+import { gatewayErrors, inResponseMode } from '../../src/gateway/pipeline/errors.js';
 
 /**
  * The gateway's own rejections in both modes, through the real server: in strict mode a status of
@@ -163,14 +163,7 @@ describe("the gateway's own rejections in strict mode (spec 7.1, 7.2)", () => {
 
 describe('inResponseMode: statuses no request here can provoke', () => {
   it('the 500 of a bug on the request path takes the 500 row in strict mode', () => {
-    const internal: GatewayError = {
-      status: 500,
-      type: 'api_error',
-      code: 'internal_error',
-      message: 'Internal gateway error.',
-      param: null,
-      rejection: false,
-    };
+    const internal = gatewayErrors.internal();
     expect(inResponseMode(internal, true)).toMatchObject({
       status: 500,
       type: 'api_error',

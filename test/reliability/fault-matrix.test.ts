@@ -297,6 +297,8 @@ interface Expected {
   end: Exchange['end'];
   done: boolean;
   failover: boolean;
+  /** The request's `outcome` label: a stream that did not end with its `[DONE]` is never completed. */
+  outcome: string;
   /** The last event the client must see, as labelled above. */
   last?: string;
 }
@@ -305,29 +307,59 @@ function expectedFor(setup: Setup, mode: FaultMode): Expected {
   if (setup.id === 'pool-before-first-frame') {
     if (ABRUPT_FAULT_MODES.has(mode) || mode === 'stall' || mode === 'error_envelope_200') {
       // No byte reached the client: the attempt is abandoned and the backup serves the whole answer.
-      return { end: 'clean', done: true, failover: true, last: '[DONE]' };
+      return { end: 'clean', done: true, failover: true, last: '[DONE]', outcome: 'completed' };
     }
   }
-  if (mode === 'stall') return { end: 'gave_up', done: false, failover: false };
-  if (mode === 'no_done') return { end: 'clean', done: false, failover: false, last: 'finish' };
-  if (mode === 'no_usage') return { end: 'clean', done: true, failover: false, last: '[DONE]' };
+  // The client gives up on a stalled stream: its leaving ends the request.
+  if (mode === 'stall') return { end: 'gave_up', done: false, failover: false, outcome: 'client_cancelled' };
+  if (mode === 'no_done')
+    return { end: 'clean', done: false, failover: false, last: 'finish', outcome: 'upstream_cut' };
+  if (mode === 'no_usage')
+    return { end: 'clean', done: true, failover: false, last: '[DONE]', outcome: 'completed' };
   if (!setup.strict) {
-    if (ABRUPT_FAULT_MODES.has(mode)) return { end: 'transport_error', done: false, failover: false };
-    if (mode === 'error_envelope_200') return { end: 'clean', done: true, failover: false, last: '[DONE]' };
+    if (ABRUPT_FAULT_MODES.has(mode))
+      return { end: 'transport_error', done: false, failover: false, outcome: 'upstream_cut' };
+    // The provider's error passed through, even with its [DONE] after it, is an error served.
+    if (mode === 'error_envelope_200')
+      return { end: 'clean', done: true, failover: false, last: '[DONE]', outcome: 'upstream_error' };
     if (mode === 'error_400_in_sse')
-      return { end: 'clean', done: false, failover: false, last: "error 400 (provider's)" };
-    return { end: 'clean', done: false, failover: false, last: "error 499 (provider's)" };
+      return {
+        end: 'clean',
+        done: false,
+        failover: false,
+        last: "error 400 (provider's)",
+        outcome: 'upstream_error',
+      };
+    return {
+      end: 'clean',
+      done: false,
+      failover: false,
+      last: "error 499 (provider's)",
+      outcome: 'upstream_error',
+    };
   }
   const trusted = setup.id === 'strict-trusted';
-  // A broken stream always ends with the gateway's own error event, trusted or not.
+  // A broken stream always ends with the gateway's own error event, trusted or not; it was cut.
   if (ABRUPT_FAULT_MODES.has(mode))
-    return { end: 'clean', done: false, failover: false, last: 'error 502 (standard)' };
+    return {
+      end: 'clean',
+      done: false,
+      failover: false,
+      last: 'error 502 (standard)',
+      outcome: 'upstream_cut',
+    };
   const embedded: Record<string, [string, string]> = {
     error_envelope_200: ['error 502 (standard)', "error 502 (provider's)"],
     error_400_in_sse: ['error 400 (standard)', "error 400 (provider's)"],
     cancelled_499: ['error 502 (standard)', "error 499 (provider's)"],
   };
-  return { end: 'clean', done: false, failover: false, last: embedded[mode]![trusted ? 1 : 0] };
+  return {
+    end: 'clean',
+    done: false,
+    failover: false,
+    last: embedded[mode]![trusted ? 1 : 0],
+    outcome: 'upstream_error',
+  };
 }
 
 // --- one cell ------------------------------------------------------------------------------------
@@ -425,11 +457,14 @@ async function runCell(setup: Setup, mode: FaultMode): Promise<MatrixRow> {
       sumOf(before, 'gateway_upstream_attempts_total', { model: setup.model, outcome: 'committed' }),
     `${where}: committed attempts`,
   ).toBe(1);
+  const outcomes = deltas(before, after, 'gateway_requests_total').filter(
+    (d) => d.labels.model === setup.model,
+  );
   expect(
-    sumOf(after, 'gateway_requests_total', { model: setup.model }) -
-      sumOf(before, 'gateway_requests_total', { model: setup.model }),
+    outcomes.map((d) => d.delta),
     `${where}: requests counted`,
-  ).toBe(1);
+  ).toEqual([1]);
+  const outcome = outcomes[0]?.labels.outcome ?? '?';
 
   // --- the expected behaviour of this cell ---------------------------------------------------
   const expected = expectedFor(setup, mode);
@@ -437,6 +472,7 @@ async function runCell(setup: Setup, mode: FaultMode): Promise<MatrixRow> {
   expect(got.end, `${where}: end`).toBe(expected.end);
   expect(clientDone, `${where}: [DONE]`).toBe(expected.done);
   expect(failedOver > 0, `${where}: failover`).toBe(expected.failover);
+  expect(outcome, `${where}: outcome`).toBe(expected.outcome);
   if (expected.last !== undefined)
     expect(sees.endsWith(expected.last), `${where}: last event of "${sees}"`).toBe(true);
   expect(
@@ -452,6 +488,7 @@ async function runCell(setup: Setup, mode: FaultMode): Promise<MatrixRow> {
     end: ENDINGS[got.end],
     done: clientDone ? 'forwarded' : 'none',
     failover: failedOver > 0 ? 'yes: backup served' : 'no',
+    outcome,
     attempts: attemptsText(before, after, setup.model),
     upstreamErrors: errorsText(before, after, setup.model),
     slots: slotsReleased ? 'yes' : 'NO',

@@ -23,6 +23,8 @@ export interface MatrixRow {
   done: string;
   /** `no`, or which provider served after the failover. */
   failover: string;
+  /** The `outcome` label `gateway_requests_total` counted the request under. */
+  outcome: string;
   /** `gateway_upstream_attempts_total` increments, `provider: outcome` in order. */
   attempts: string;
   /** `gateway_upstream_errors_total` increments by reason, or `-`. */
@@ -153,6 +155,7 @@ export function renderFaultMatrix(results: Pick<FaultMatrixResults, 'scenarios' 
     r.end,
     r.done,
     r.failover,
+    `\`${r.outcome}\``,
     r.attempts,
     r.upstreamErrors,
     r.slots,
@@ -169,6 +172,7 @@ export function renderFaultMatrix(results: Pick<FaultMatrixResults, 'scenarios' 
         'end',
         '`[DONE]`',
         'failover',
+        'outcome (metric)',
         'attempts (metric)',
         'upstream errors (metric)',
         'slots released',
@@ -329,6 +333,9 @@ export function renderReport(bundle: ResultsBundle): string {
     'next request with the same key is admitted. The client gives up on a stalled stream after 2.5 s.',
     '"Client received" lists the complete SSE events in order (runs as `xN`) and any torn frame;',
     '"standard" errors are the gateway\'s standard error object, "provider\'s" the upstream\'s own.',
+    '"Outcome" is the `outcome` label `gateway_requests_total` counted the request under: a stream',
+    'that did not end with its `[DONE]` is never `completed`, and an error event served is',
+    '`upstream_error` even when a `[DONE]` followed it.',
     '',
     begin('fault-matrix'),
   ];

@@ -64,7 +64,7 @@ function requestWithAttempt(): { traceId: string } {
   const attempt = startAttemptSpan(server, 'primary', 1, 'llama');
   setAttemptStatus(attempt, 200);
   endSpan(attempt);
-  endServerSpan(server, 200);
+  endServerSpan(server, 200, 'completed');
   return { traceId: server.spanContext().traceId };
 }
 
@@ -114,7 +114,7 @@ describe('OTLP/HTTP export', () => {
     injectTraceHeaders(headers, attempt, true);
     expect(headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     endSpan(attempt);
-    endServerSpan(server, 200);
+    endServerSpan(server, 200, 'completed');
     expect(await shutdownTracing()).toBe('flushed');
     expect(received).toHaveLength(0);
   });

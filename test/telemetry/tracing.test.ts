@@ -70,7 +70,7 @@ describe('lifecycle', () => {
   });
 
   it('spans carry the default service name', async () => {
-    endServerSpan(startServerSpan({}, 'GET', '/v1/models'), 200);
+    endServerSpan(startServerSpan({}, 'GET', '/v1/models'), 200, 'completed');
     await flushTracing();
     expect(finished('GET /v1/models').resource.attributes['service.name']).toBe('gateway');
   });
@@ -82,7 +82,7 @@ describe('server span', () => {
     expect(span).not.toBe(NOOP_SPAN);
     expect(span.isRecording()).toBe(true);
     setRequestInfo(span, 'llama', 'realtime');
-    endServerSpan(span, 200);
+    endServerSpan(span, 200, 'completed');
     await flushTracing();
     const done = finished('POST /v1/chat/completions');
     expect(done.kind).toBe(SpanKind.SERVER);
@@ -92,13 +92,14 @@ describe('server span', () => {
       'http.response.status_code': 200,
       'gateway.model': 'llama',
       'gateway.traffic': 'realtime',
+      'gateway.outcome': 'completed',
     });
     expect(done.status.code).toBe(SpanStatusCode.UNSET);
     expect(done.parentSpanContext).toBeUndefined();
   });
 
   it('the inbound traceparent becomes the parent', async () => {
-    endServerSpan(startServerSpan(inbound(), 'POST', '/v1/responses'), 200);
+    endServerSpan(startServerSpan(inbound(), 'POST', '/v1/responses'), 200, 'completed');
     await flushTracing();
     const done = finished('POST /v1/responses');
     expect(done.spanContext().traceId).toBe(INBOUND_TRACE);
@@ -107,27 +108,40 @@ describe('server span', () => {
   });
 
   it('an invalid traceparent starts a new trace', async () => {
-    endServerSpan(startServerSpan({ traceparent: '00-zz-yy-01' }, 'POST', '/v1/embeddings'), 200);
+    endServerSpan(
+      startServerSpan({ traceparent: '00-zz-yy-01' }, 'POST', '/v1/embeddings'),
+      200,
+      'completed',
+    );
     await flushTracing();
     const done = finished('POST /v1/embeddings');
     expect(done.parentSpanContext).toBeUndefined();
     expect(done.spanContext().traceId).not.toBe(INBOUND_TRACE);
   });
 
-  it('a 4xx answer is not a server error; a 5xx is', async () => {
-    endServerSpan(startServerSpan({}, 'POST', '/a'), 429);
-    endServerSpan(startServerSpan({}, 'POST', '/b'), 503);
-    endServerSpan(startServerSpan({}, 'POST', '/c'), undefined, 'client_gone');
+  it('a 4xx answer is not a server error; a 5xx is, and so is a 200 that went wrong', async () => {
+    endServerSpan(startServerSpan({}, 'POST', '/a'), 429, 'rejected');
+    endServerSpan(startServerSpan({}, 'POST', '/b'), 500, 'gateway_error');
+    endServerSpan(startServerSpan({}, 'POST', '/c'), undefined, 'client_cancelled');
+    endServerSpan(startServerSpan({}, 'POST', '/d'), 200, 'upstream_cut');
+    endServerSpan(startServerSpan({}, 'POST', '/e'), 400, 'upstream_error');
+    endServerSpan(startServerSpan({}, 'POST', '/f'), 200, 'completed');
     await flushTracing();
     expect(finished('POST /a').status.code).toBe(SpanStatusCode.UNSET);
+    expect(finished('POST /a').attributes['gateway.outcome']).toBe('rejected');
     expect(finished('POST /b').status.code).toBe(SpanStatusCode.ERROR);
-    expect(finished('POST /b').attributes['error.type']).toBe('503');
-    expect(finished('POST /c').attributes['error.type']).toBe('client_gone');
+    expect(finished('POST /b').attributes['error.type']).toBe('gateway_error');
+    expect(finished('POST /c').attributes['error.type']).toBe('client_cancelled');
     expect(finished('POST /c').attributes).not.toHaveProperty('http.response.status_code');
+    expect(finished('POST /d').status.code).toBe(SpanStatusCode.ERROR);
+    expect(finished('POST /d').attributes['error.type']).toBe('upstream_cut');
+    expect(finished('POST /e').status.code).toBe(SpanStatusCode.UNSET);
+    expect(finished('POST /f').status.code).toBe(SpanStatusCode.UNSET);
+    expect(finished('POST /f').attributes).not.toHaveProperty('error.type');
   });
 
   it('an unknown method is recorded as _OTHER with a generic span name', async () => {
-    endServerSpan(startServerSpan({}, 'BREW', '/pot'), 501);
+    endServerSpan(startServerSpan({}, 'BREW', '/pot'), 501, 'gateway_error');
     await flushTracing();
     expect(finished('HTTP /pot').attributes['http.request.method']).toBe('_OTHER');
   });
@@ -145,7 +159,7 @@ describe('attempt spans', () => {
     const second = startAttemptSpan(server, 'backup', 2, 'llama-3-70b');
     setAttemptStatus(second, 200);
     endSpan(second);
-    endServerSpan(server, 200);
+    endServerSpan(server, 200, 'completed');
 
     await flushTracing();
     const [a, b] = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CLIENT);
@@ -266,7 +280,7 @@ describe('no content in spans', () => {
     });
     setAttemptStatus(attempt, 200);
     endSpan(attempt);
-    endServerSpan(server, 200);
+    endServerSpan(server, 200, 'completed');
     await flushTracing();
     const spans = exporter.getFinishedSpans();
     expect(spans).toHaveLength(2);
@@ -344,7 +358,7 @@ describe('log correlation', () => {
   it('trace and span ids of a live span', () => {
     const span = startServerSpan(inbound(), 'GET', '/v1/models');
     expect(traceLogFields(span)).toEqual({ trace_id: INBOUND_TRACE, span_id: span.spanContext().spanId });
-    endServerSpan(span, 200);
+    endServerSpan(span, 200, 'completed');
   });
 });
 

@@ -89,3 +89,8 @@ export function forwardResponseHeaders(
 export function isEventStream(contentType: string | string[] | undefined): boolean {
   return typeof contentType === 'string' && contentType.includes('text/event-stream');
 }
+
+/** A JSON body (`application/json` and its `+json` relatives). */
+export function isJson(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.includes('json');
+}

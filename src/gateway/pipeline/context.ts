@@ -6,6 +6,7 @@ import type { StrictEndpoint } from '../strict/index.js';
 import type { ReasoningPlan } from '../reasoning/index.js';
 import type { Span } from '@opentelemetry/api';
 import { NOOP_SPAN } from '../telemetry/tracing.js';
+import type { RequestOutcome } from './outcome.js';
 
 export type Traffic = 'realtime' | 'dispatched';
 
@@ -52,6 +53,11 @@ export class RequestContext {
   reasoning: ReasoningPlan | undefined;
   /** The request's server span (a no-op span when tracing is off). */
   span: Span = NOOP_SPAN;
+  /**
+   * How the request ended, once the gateway knows it while answering (`endedAs`); undefined leaves it
+   * to the response's end (`finalOutcome`).
+   */
+  outcome: RequestOutcome | undefined;
   #firstGrant: Grant | undefined;
   #secondGrant: Grant | undefined;
   #moreGrants: Grant[] | undefined;
@@ -84,6 +90,11 @@ export class RequestContext {
     else if (this.#firstGrant === undefined) this.#firstGrant = grant;
     else if (this.#secondGrant === undefined) this.#secondGrant = grant;
     else (this.#moreGrants ??= []).push(grant);
+  }
+
+  /** Records how the request ended; the first cause recorded stands (a cut, then its error event). */
+  endedAs(outcome: RequestOutcome): void {
+    this.outcome ??= outcome;
   }
 
   /** Marks the request as counted in the alias in-flight gauge (undone on close). */

@@ -2,11 +2,12 @@ import type { ServerResponse } from 'node:http';
 import { errorJson } from '../../lib/errors.js';
 import type { Refusal } from '../limits/types.js';
 import { STRICT_STATUS_TABLE } from '../strict/index.js';
+import type { RequestOutcome } from './outcome.js';
 
 /**
- * An error the gateway answers itself. `rejection` marks the client errors that
- * `gateway_rejections_total` counts (spec 6): decisions of the gateway, not reports of an upstream
- * response.
+ * An error the gateway answers itself. Its `outcome` says whose doing it was: `rejected` marks the
+ * client errors that `gateway_rejections_total` counts (spec 6), decisions of the gateway rather
+ * than reports of an upstream response.
  */
 export interface GatewayError {
   status: number;
@@ -14,7 +15,7 @@ export interface GatewayError {
   code: string | null;
   message: string;
   param: string | null;
-  rejection: boolean;
+  outcome: RequestOutcome;
   retryAfter?: number;
   /** The `code` label of `gateway_rejections_total` when it differs from the body's code (spec 6). */
   label?: string;
@@ -30,7 +31,7 @@ function make(
   type: string,
   code: string | null,
   message: string,
-  extra: { rejection?: boolean; retryAfter?: number; param?: string | null } = {},
+  extra: { outcome?: RequestOutcome; retryAfter?: number; param?: string | null } = {},
 ): GatewayError {
   return {
     status,
@@ -38,7 +39,7 @@ function make(
     code,
     message,
     param: extra.param ?? null,
-    rejection: extra.rejection ?? true,
+    outcome: extra.outcome ?? 'rejected',
     ...(extra.retryAfter !== undefined ? { retryAfter: extra.retryAfter } : {}),
   };
 }
@@ -103,11 +104,14 @@ export const gatewayErrors = {
     make(413, 'invalid_request_error', 'request_too_large', `The request body exceeds ${maxBytes} bytes.`),
   upstreamUnavailable: () =>
     make(503, 'api_error', 'upstream_unavailable', 'The upstream provider could not be reached.', {
-      rejection: false,
+      outcome: 'upstream_error',
     }),
+  /** A bug on the request path (logged where it is caught). */
+  internal: () =>
+    make(500, 'api_error', 'internal_error', 'Internal gateway error.', { outcome: 'gateway_error' }),
   firstTokenTimeout: () =>
     make(504, 'api_error', 'first_token_timeout', 'No provider produced a first token before the deadline.', {
-      rejection: false,
+      outcome: 'timeout',
     }),
 };
 

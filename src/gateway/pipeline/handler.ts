@@ -19,6 +19,7 @@ import {
   type GatewayError,
 } from './errors.js';
 import { listModels } from './models.js';
+import { finalOutcome } from './outcome.js';
 import { BODY_TOO_LARGE, readBody } from './read-body.js';
 import { isAdminPath } from './no-alias.js';
 import { resolveAlias } from './resolve.js';
@@ -39,7 +40,7 @@ function strictNotFound(path: string, adminPort: number): GatewayError {
     code: null,
     message: `Not found: \`${path}\` ${where}.`,
     param: null,
-    rejection: true,
+    outcome: 'rejected',
     strictShape: true,
   };
 }
@@ -91,14 +92,14 @@ export function createProxyHandler(deps: HandlerDeps): RequestHandler {
       metrics: deps.metrics,
       sseBufferLimit: deps.options.sseBufferLimit,
       answer: (ctx, error) => reject(ctx, error, deps),
-      failUnexpectedly: (ctx, error) => failUnexpectedly(ctx.res, deps, error),
+      failUnexpectedly: (ctx, error) => failUnexpectedly(ctx, ctx.res, deps, error),
     },
   };
   return (req, res) => {
     try {
       handle(req, res, stages);
     } catch (error) {
-      failUnexpectedly(res, stages, error);
+      failUnexpectedly(undefined, res, stages, error);
     }
   };
 }
@@ -108,19 +109,17 @@ interface StageDeps extends HandlerDeps {
 }
 
 /** A bug on the request path: logged, and the client gets a 500 (or a cut response). */
-function failUnexpectedly(res: ServerResponse, deps: HandlerDeps, error: unknown): void {
+function failUnexpectedly(
+  ctx: RequestContext | undefined,
+  res: ServerResponse,
+  deps: HandlerDeps,
+  error: unknown,
+): void {
   deps.logger.error({ err: error }, 'unexpected error on the request path');
+  ctx?.endedAs('gateway_error');
   if (!res.headersSent) {
-    const internal: GatewayError = {
-      status: 500,
-      type: 'api_error',
-      code: 'internal_error',
-      message: 'Internal gateway error.',
-      param: null,
-      rejection: false,
-    };
     // The serving table's mode: a bug may strike before the request has a context of its own.
-    writeGatewayError(res, inResponseMode(internal, deps.runtime().strictMode));
+    writeGatewayError(res, inResponseMode(gatewayErrors.internal(), deps.runtime().strictMode));
   } else {
     res.destroy();
   }
@@ -183,13 +182,13 @@ function proceed(ctx: RequestContext, deps: StageDeps): void {
     if (isPromise(admitted)) {
       admitted.then(
         (refusal) => afterAdmission(ctx, deps, refusal),
-        (error: unknown) => failUnexpectedly(ctx.res, deps, error),
+        (error: unknown) => failUnexpectedly(ctx, ctx.res, deps, error),
       );
       return;
     }
     afterAdmission(ctx, deps, admitted);
   } catch (error) {
-    failUnexpectedly(ctx.res, deps, error);
+    failUnexpectedly(ctx, ctx.res, deps, error);
   }
 }
 
@@ -212,7 +211,7 @@ function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal |
     if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.modelLabel).inc();
     runAttempts(ctx, deps.attempts);
   } catch (error) {
-    failUnexpectedly(ctx.res, deps, error);
+    failUnexpectedly(ctx, ctx.res, deps, error);
   }
 }
 
@@ -223,8 +222,9 @@ function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal |
 function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): void {
   if (ctx.isClosed) return;
   const error = inResponseMode(made, ctx.table.strictMode);
+  ctx.endedAs(error.outcome);
   writeGatewayError(ctx.res, error);
-  if (!error.rejection) return;
+  if (error.outcome !== 'rejected') return;
   deps.metrics.rejections.inc({
     model: ctx.modelLabel,
     status: String(error.status),
@@ -253,17 +253,15 @@ function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): voi
 function finish(ctx: RequestContext, deps: HandlerDeps): void {
   try {
     ctx.close();
-    endServerSpan(
-      ctx.span,
-      ctx.res.headersSent ? ctx.res.statusCode : undefined,
-      ctx.res.headersSent ? undefined : 'client_gone',
-    );
+    const res = ctx.res;
+    const outcome = finalOutcome(ctx.outcome, res);
+    endServerSpan(ctx.span, res.headersSent ? res.statusCode : undefined, outcome);
     const metrics = deps.metrics;
     if (ctx.countedInflight) metrics.inflightOf.get(ctx.modelLabel).dec();
-    // Label order follows each metric's labelNames: requests (model, status, traffic),
+    // Label order follows each metric's labelNames: requests (model, status, traffic, outcome),
     // duration (model, traffic).
-    const status = ctx.res.headersSent ? statusLabel(ctx.res.statusCode) : CLIENT_CLOSED;
-    metrics.requestsOf.get(ctx.modelLabel, status, ctx.traffic).inc();
+    const status = res.headersSent ? statusLabel(res.statusCode) : CLIENT_CLOSED;
+    metrics.requestsOf.get(ctx.modelLabel, status, ctx.traffic, outcome).inc();
     metrics.durationOf.get(ctx.modelLabel, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
   } finally {
     deps.connections.closed(ctx.req, ctx.res);

@@ -35,7 +35,7 @@ function strictModelError(problem: string): GatewayError {
     code: null,
     message: `Invalid request: \`model\`: ${problem}.`,
     param: 'model',
-    rejection: true,
+    outcome: 'rejected',
     label: 'schema_mismatch',
     strictShape: true,
   };

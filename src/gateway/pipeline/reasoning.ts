@@ -27,7 +27,7 @@ export function planRequestReasoning(ctx: RequestContext): GatewayError | undefi
       code: plan.code,
       message: plan.message,
       param: plan.param,
-      rejection: true,
+      outcome: 'rejected',
     };
   }
   ctx.reasoning = plan;

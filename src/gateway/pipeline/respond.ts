@@ -1,4 +1,4 @@
-import { isEventStream } from '../http/headers.js';
+import { isEventStream, isJson } from '../http/headers.js';
 import type { UpstreamResponse } from '../http/upstream-exchange.js';
 import type { MaybePromise } from '../limits/types.js';
 import {
@@ -36,10 +36,6 @@ const ERROR_KEY = Buffer.from('"error"');
 
 /** Largest non-streamed response body the gateway reads to inspect or sanitize it. */
 const MAX_INSPECTED_BODY_BYTES = 64 * 1024 * 1024;
-
-function isJson(contentType: string | string[] | undefined): boolean {
-  return typeof contentType === 'string' && contentType.includes('json');
-}
 
 /**
  * One attempt's response, from its head to the commit point (spec 2.5, DESIGN 6). Before the commit
@@ -164,7 +160,10 @@ async function respondBody(
 
   if (raw) {
     const error = embeddedError(value);
-    if (error !== undefined && abandonedForEmbeddedError(attempt, response, embeddedStatus(error))) return;
+    if (error !== undefined) {
+      if (abandonedForEmbeddedError(attempt, response, embeddedStatus(error))) return;
+      ctx.endedAs('upstream_error');
+    }
     attempt.commit();
     passThrough(ctx, attempt, response, [bytes], deps);
     return;
@@ -178,11 +177,9 @@ async function respondBody(
     outcome.kind === 'passthrough' || (outcome.kind === 'error' && outcome.reason === 'embedded_error')
       ? outcome.upstreamError
       : undefined;
-  if (
-    upstreamError !== undefined &&
-    abandonedForEmbeddedError(attempt, response, embeddedStatus(upstreamError))
-  ) {
-    return;
+  if (upstreamError !== undefined) {
+    if (abandonedForEmbeddedError(attempt, response, embeddedStatus(upstreamError))) return;
+    ctx.endedAs('upstream_error');
   }
   attempt.commit();
   switch (outcome.kind) {
@@ -239,11 +236,9 @@ async function respondStream(
     return;
   }
   const leadingError = frames.leadingError;
-  if (
-    leadingError !== undefined &&
-    abandonedForEmbeddedError(attempt, response, leadingError.upstreamStatus)
-  ) {
-    return;
+  if (leadingError !== undefined) {
+    if (abandonedForEmbeddedError(attempt, response, leadingError.upstreamStatus)) return;
+    ctx.endedAs('upstream_error');
   }
   attempt.commit();
 
@@ -254,6 +249,7 @@ async function respondStream(
   }
   if (frames.state === 'overflow') {
     logOverflow(ctx, attempt, deps.logger, { limit: deps.sseBufferLimit });
+    ctx.endedAs('upstream_cut');
     response.discard();
     ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
     cutResponse(ctx.res);

@@ -15,7 +15,7 @@ export function strictRejection(rejection: { status: number; code: string; error
     code: typeof code === 'number' ? String(code) : code,
     message,
     param,
-    rejection: true,
+    outcome: 'rejected',
     label: rejection.code,
     strictShape: true,
   };

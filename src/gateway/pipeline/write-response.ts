@@ -1,10 +1,12 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
-import { forwardResponseHeaders, isEventStream } from '../http/headers.js';
+import { forwardResponseHeaders, isEventStream, isJson } from '../http/headers.js';
 import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
 import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
+import { streamEndsWithDone } from './outcome.js';
+import { ServedJson, ServedStream } from './served-body.js';
 
 /**
  * The writers of a committed response: after `Attempt.commit()`, they write the client's head and
@@ -74,7 +76,13 @@ export function passThrough(
     res.flushHeaders();
   }
   for (const chunk of prefix) res.write(chunk);
-  response.consume(new ForwardToClient(ctx, attempt, response, deps));
+  const forward = new ForwardToClient(ctx, attempt, response, deps);
+  if (response.statusCode < 300) {
+    const contentType = response.headers['content-type'];
+    if (isEventStream(contentType)) forward.read(new ServedStream(prefix));
+    else if (isJson(contentType)) forward.read(new ServedJson(prefix));
+  }
+  response.consume(forward);
   response.resume();
 }
 
@@ -110,19 +118,40 @@ abstract class ClientBodyWriter implements BodyConsumer {
   }
 }
 
-/** The consumer of a passed-through body: each chunk written to the client as it arrives. */
+/**
+ * The consumer of a passed-through body: each chunk written to the client as it arrives, and shown
+ * to the reader of a 2xx body (`served-body.ts`), which judges at its end what the provider served:
+ * an error inside the 200 (`upstream_error`), or an event stream that should have ended with
+ * `[DONE]` and did not (`upstream_cut`, even though its end was clean).
+ */
 class ForwardToClient extends ClientBodyWriter {
+  #served: ServedStream | ServedJson | undefined;
+
+  read(served: ServedStream | ServedJson): void {
+    this.#served = served;
+  }
+
   bodyData(chunk: Buffer): void {
+    this.#served?.push(chunk);
     this.write(chunk);
   }
 
   bodyEnded(): void {
+    const served = this.#served;
+    if (served instanceof ServedStream) {
+      const end = served.streamEnd();
+      if (end === 'error') this.ctx.endedAs('upstream_error');
+      else if (end === 'other' && streamEndsWithDone(this.ctx.path)) this.ctx.endedAs('upstream_cut');
+    } else if (served?.isError()) {
+      this.ctx.endedAs('upstream_error');
+    }
     this.ctx.res.end();
   }
 
   bodyFailed(error: Error): void {
     // A client that left aborted the request: there is nobody to tell.
     if (this.ctx.isClosed) return;
+    this.ctx.endedAs('upstream_cut');
     upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
     cutResponse(this.ctx.res);
   }
@@ -310,6 +339,7 @@ class TransformPump extends ClientBodyWriter {
 
   bodyFailed(error: Error): void {
     if (this.#finished || this.ctx.isClosed) return;
+    this.ctx.endedAs('upstream_cut');
     upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
     if (this.attempt.mode.kind === 'strict') {
       // Strict clients get an error event they can act on; no `[DONE]` follows it.
@@ -331,15 +361,24 @@ class TransformPump extends ClientBodyWriter {
       case 'open':
         return;
       case 'done':
+        this.#finish('end');
+        return;
       case 'error_event':
+        this.ctx.endedAs('upstream_error');
+        this.#finish('end');
+        return;
       case 'clean':
+        // Ended at an event boundary: complete, unless the endpoint's streams end with `[DONE]`.
+        if (streamEndsWithDone(this.ctx.path)) this.ctx.endedAs('upstream_cut');
         this.#finish('end');
         return;
       case 'overflow':
         logOverflow(this.ctx, this.attempt, this.deps.logger, step.overflow!);
+        this.ctx.endedAs('upstream_cut');
         this.#finish('destroy');
         return;
       case 'incomplete':
+        this.ctx.endedAs('upstream_cut');
         this.#finish('destroy');
         return;
     }

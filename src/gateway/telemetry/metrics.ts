@@ -49,7 +49,7 @@ class Children<C> {
 
 type Labels = Record<string, string>;
 
-const REQUEST_LABELS = ['model', 'status', 'traffic'] as const;
+const REQUEST_LABELS = ['model', 'status', 'traffic', 'outcome'] as const;
 const INFLIGHT_LABELS = ['model'] as const;
 const ATTEMPT_LABELS = ['model', 'pool', 'provider', 'outcome'] as const;
 const DURATION_LABELS = ['model', 'traffic'] as const;
@@ -254,7 +254,7 @@ export class GatewayMetrics {
 
   readonly prefix: string;
 
-  /** Request-path children: (model, status, traffic), (model, traffic), (model), (model, pool, provider, outcome). */
+  /** Request-path children: (model, status, traffic, outcome), (model, traffic), (model), (model, pool, provider, outcome). */
   readonly requestsOf: Children<CountingChild>;
   readonly durationOf: Children<HistogramChild>;
   readonly inflightOf: Children<GaugeChild>;
@@ -300,7 +300,7 @@ export class GatewayMetrics {
     });
     this.requests = new Counter({
       name: name('requests_total'),
-      help: 'Proxy requests answered, by alias, response status and traffic class.',
+      help: 'Proxy requests finished, by alias, response status (499: the client left before a status was sent), traffic class and outcome (completed, upstream_error, upstream_cut, client_cancelled, timeout, rejected, gateway_error).',
       labelNames: REQUEST_LABELS,
       registers,
       collect: () => flushCounts(this.requests, this.#requestCounts),
@@ -355,7 +355,7 @@ export class GatewayMetrics {
     });
 
     // A child's series exists from its first use, as with prom-client's own children.
-    this.requestsOf = new Children(3, (v) => {
+    this.requestsOf = new Children(4, (v) => {
       const child = new CountingChild(labelsOf(REQUEST_LABELS, v));
       this.requests.inc(child.labels, 0);
       this.#requestCounts.push(child);

@@ -62,6 +62,8 @@ export const ATTR_GATEWAY_PROVIDER_NAME = 'gateway.provider.name';
 export const ATTR_GATEWAY_ATTEMPT = 'gateway.attempt';
 export const ATTR_GATEWAY_MODEL = 'gateway.model';
 export const ATTR_GATEWAY_TRAFFIC = 'gateway.traffic';
+/** How the request ended (the `outcome` label of `gateway_requests_total`). */
+export const ATTR_GATEWAY_OUTCOME = 'gateway.outcome';
 
 const KNOWN_METHODS: ReadonlySet<string> = new Set([
   'GET',
@@ -101,15 +103,21 @@ export function setRequestInfo(span: Span, model: string, traffic: string): void
 }
 
 /**
- * Ends the server span with the status the client received. Per the HTTP conventions a server
- * span is an error only for 5xx: a 4xx is the client's mistake, not the gateway's failure.
+ * Ends the server span with the status the client received (none if the client left first) and the
+ * request's outcome. Per the HTTP conventions a 4xx is the client's mistake, not the gateway's
+ * failure; the span is an error for a 5xx, and for an outcome that went wrong after or without a
+ * status (a cut stream, an error inside a 200, a timeout, a client that left), with the outcome as
+ * `error.type`.
  */
-export function endServerSpan(span: Span, status: number | undefined, errorType?: string): void {
+export function endServerSpan(span: Span, status: number | undefined, outcome: string): void {
   if (span === NOOP_SPAN) return;
   if (span.isRecording()) {
     if (status !== undefined) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
-    if (errorType !== undefined || (status !== undefined && status >= 500)) {
-      span.setAttribute(ATTR_ERROR_TYPE, errorType ?? String(status));
+    span.setAttribute(ATTR_GATEWAY_OUTCOME, outcome);
+    const clientError = status !== undefined && status >= 400 && status < 500;
+    const failed = outcome !== 'completed' && outcome !== 'rejected' && !clientError;
+    if (failed || (status !== undefined && status >= 500)) {
+      span.setAttribute(ATTR_ERROR_TYPE, failed ? outcome : String(status));
       span.setStatus({ code: SPAN_STATUS_ERROR });
     }
   }

@@ -1,0 +1,124 @@
+import { embeddedError } from '../strict/index.js';
+import { parseJsonSafe } from './leading-frames.js';
+
+/**
+ * What a body passed through unchanged carried, read as it flows past without holding it up: an
+ * error the provider served inside a 200 (the request's outcome is then `upstream_error`), and
+ * whether an event stream reached its end.
+ */
+
+/** The bytes every error object carries as a key: `"error"` cannot occur inside a JSON string. */
+const ERROR_KEY = Buffer.from('"error"');
+
+/**
+ * How a passed-through event stream ended, judged without parsing it as it flows. Per chunk: two
+ * field writes and one byte search (an error event carries `"error"` as a key, which an escaped
+ * string cannot contain; a chunk that has it is parsed to be sure). At the end: the last two chunks,
+ * kept by reference, are read once. Providers write each event (an error, `[DONE]`) in one write,
+ * so the last events are in those chunks; an event spread over more reads than that is judged as
+ * unknown.
+ */
+export class ServedStream {
+  #previous: Buffer | undefined;
+  #last: Buffer | undefined;
+  #sawError = false;
+
+  /** Starts from the bytes already read before the body was handed over (the held prefix). */
+  constructor(prefix: readonly Buffer[]) {
+    for (const chunk of prefix) this.push(chunk);
+  }
+
+  push(chunk: Buffer): void {
+    this.#previous = this.#last;
+    this.#last = chunk;
+    if (!this.#sawError && chunk.includes(ERROR_KEY)) this.#sawError = hasErrorEvent(chunk.toString('utf8'));
+  }
+
+  /** The kept bytes as text. */
+  #text(): string {
+    const last = this.#last;
+    if (last === undefined) return '';
+    const previous = this.#previous;
+    return (previous === undefined ? '' : previous.toString('utf8')) + last.toString('utf8');
+  }
+
+  /**
+   * How the stream went: an error event anywhere in it (an error served, even if `[DONE]` came
+   * after it), else whether it ended with `[DONE]`, else neither (the provider stopped without a
+   * word, or mid-event).
+   */
+  streamEnd(): 'error' | 'done' | 'other' {
+    if (this.#sawError) return 'error';
+    const text = this.#text();
+    if (DONE_AT_END.test(text)) return 'done';
+    // A last event split across the two chunks was not whole in either.
+    return text.includes('"error"') && hasErrorEvent(text) ? 'error' : 'other';
+  }
+}
+
+/** The `data: [DONE]` line that ends a stream, then only line ends. */
+const DONE_AT_END = /(?:^|\n)data: ?\[DONE\]\s*$/;
+
+/** Whether any complete `data:` line in `text` is an error event. */
+function hasErrorEvent(text: string): boolean {
+  for (const line of text.split(/\r?\n/)) {
+    if (!line.startsWith('data:')) continue;
+    if (isErrorEvent(parseJsonSafe(line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5)))) return true;
+  }
+  return false;
+}
+
+/**
+ * An error event: an error inside a 200 (the one rule, `embeddedError`), or the Responses API's own
+ * failure events (`error`, `response.failed`).
+ */
+function isErrorEvent(value: unknown): boolean {
+  if (embeddedError(value) !== undefined) return true;
+  const type = (value as { readonly type?: unknown } | undefined)?.type;
+  return type === 'error' || type === 'response.failed';
+}
+
+/** Largest non-streamed body kept (by reference) to be read at its end; beyond it, nothing is read. */
+const MAX_JSON_BYTES = 256 * 1024;
+
+/** `"error"` as a key with a value other than null (a body may carry `"error": null`). */
+const ERROR_VALUE = /"error"\s*:\s*[^\sn]/;
+/** vLLM's error object: `"object": "error"`. */
+const OBJECT_ERROR = /"object"\s*:\s*"error"/;
+
+/**
+ * A non-streamed JSON body: its chunks are kept by reference (it arrives at once and is small) and
+ * read once when it ends. Per chunk, one byte search for `"error"`: a body in one chunk without it
+ * is not even turned into text. It is parsed only when it carries an `error` that is not null, to
+ * tell whether that is the body's own error (an error inside a 200) or a nested field.
+ */
+export class ServedJson {
+  readonly #chunks: Buffer[] = [];
+  #bytes = 0;
+  #errorKey = false;
+
+  constructor(prefix: readonly Buffer[]) {
+    for (const chunk of prefix) this.push(chunk);
+  }
+
+  push(chunk: Buffer): void {
+    if (this.#bytes > MAX_JSON_BYTES) return;
+    this.#bytes += chunk.length;
+    if (this.#bytes > MAX_JSON_BYTES) {
+      this.#chunks.length = 0;
+      return;
+    }
+    this.#chunks.push(chunk);
+    if (!this.#errorKey) this.#errorKey = chunk.includes(ERROR_KEY);
+  }
+
+  /** The body is an error object (an error inside a 200), judged by the one rule. */
+  isError(): boolean {
+    const chunks = this.#chunks;
+    // In several chunks, the key may be cut in two: then the whole text decides.
+    if (chunks.length === 0 || (!this.#errorKey && chunks.length === 1)) return false;
+    const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+    if (!ERROR_VALUE.test(text) && !OBJECT_ERROR.test(text)) return false;
+    return embeddedError(parseJsonSafe(text)) !== undefined;
+  }
+}

@@ -1,0 +1,179 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
+import { chat, readBody } from '../helpers/client.js';
+import {
+  completion,
+  startUpstream,
+  type RecordingUpstream,
+  type UpstreamHandler,
+} from '../helpers/upstream.js';
+import { until } from '../helpers/wait.js';
+
+/**
+ * The request outcome (`gateway_requests_total{outcome}`, the server span's `gateway.outcome`): whose
+ * doing the end of each request was. Cut and errored streams of every fault mode are covered by the
+ * fault matrix (test/reliability/fault-matrix.test.ts); here, each outcome once through a real
+ * gateway, read from /metrics.
+ */
+
+const KEY = 'sk-outcomes-3b1f';
+const frame = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`;
+const chunk = (content: string) =>
+  frame({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] });
+
+/** The upstream's answer, chosen by the model the gateway sends (each target's `gateway_model`). */
+const ANSWERS: Record<string, UpstreamHandler> = {
+  ok: (_req, res) => {
+    const text = JSON.stringify(completion('ok'));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(text);
+  },
+  status500: (_req, res) => {
+    res.writeHead(500, { 'content-type': 'application/json' });
+    res.end('{"error":{"message":"boom","type":"server_error"}}');
+  },
+  embedded: (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"error":{"message":"overloaded","type":"server_error","code":503}}');
+  },
+  failedResponse: (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      '{"object":"response","status":"failed","error":{"code":"server_error","message":"x"},"output":[]}',
+    );
+  },
+  noDone: (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(chunk('a') + chunk('b'));
+  },
+  streamOk: (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(`${chunk('a')}data: [DONE]\n\n`);
+  },
+  slowStream: (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(chunk('a'));
+    // Never ends by itself: the client leaves (the gateway aborts this request).
+  },
+  silent: () => {
+    // Accepts, never answers.
+  },
+};
+
+let upstream: RecordingUpstream;
+let gateway: StartedGateway;
+
+beforeAll(async () => {
+  upstream = await startUpstream((req, res, raw) => {
+    const model = (JSON.parse(req.body) as { model: string }).model;
+    return ANSWERS[model]!(req, res, raw);
+  });
+  const target = (model: string) => ({ url: upstream.url, gateway_model: model });
+  gateway = await startGateway({
+    auth: { key_definitions: { team: { key: KEY } } },
+    targets: {
+      ...Object.fromEntries(Object.keys(ANSWERS).map((model) => [model, target(model)])),
+      keyed: { ...target('ok'), keys: ['team'] },
+      deadline: {
+        strategy: 'priority',
+        fallback: { first_token_timeout_ms: 200 },
+        providers: [target('silent')],
+      },
+      // Nothing listens on port 9 of loopback: the connection is refused.
+      unreachable: { url: 'http://127.0.0.1:9' },
+    },
+  });
+}, 30_000);
+
+afterAll(async () => {
+  await gateway?.stop();
+  await upstream?.close();
+});
+
+async function post(model: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  const path = body.input === undefined ? '/v1/chat/completions' : '/v1/responses';
+  const response = await fetch(`${gateway.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body.input === undefined ? chat(model, body) : { model, ...body }),
+  });
+  return { status: response.status, ...(await readBody(response)) };
+}
+
+/** The request count of `model` under `outcome`, once the gateway counted it. */
+async function counted(model: string, outcome: string): Promise<number> {
+  let value = 0;
+  await until(async () => {
+    value = metricValue(await gateway.metrics(), 'gateway_requests_total', { model, outcome }) ?? 0;
+    return value > 0;
+  });
+  return value;
+}
+
+describe('request outcomes', () => {
+  it('completed: a response below 400 that reached its end, a stream with its [DONE]', async () => {
+    expect((await post('ok')).status).toBe(200);
+    expect((await post('streamOk', { stream: true })).status).toBe(200);
+    expect(await counted('ok', 'completed')).toBe(1);
+    expect(await counted('streamOk', 'completed')).toBe(1);
+  });
+
+  it('upstream_error: an error status, an error inside a 200, and no provider reachable', async () => {
+    expect((await post('status500')).status).toBe(500);
+    expect((await post('embedded')).status).toBe(200);
+    expect((await post('failedResponse', { input: 'hi' })).status).toBe(200);
+    expect((await post('unreachable')).status).toBe(503);
+    for (const model of ['status500', 'embedded', 'failedResponse', 'unreachable'])
+      expect(await counted(model, 'upstream_error'), model).toBe(1);
+  });
+
+  it('upstream_cut: a chat stream that ends cleanly without its [DONE] is never completed', async () => {
+    const got = await post('noDone', { stream: true });
+    expect(got.failed).toBe(false);
+    expect(await counted('noDone', 'upstream_cut')).toBe(1);
+    expect(
+      metricValue(await gateway.metrics(), 'gateway_requests_total', {
+        model: 'noDone',
+        outcome: 'completed',
+      }),
+    ).toBe(undefined);
+  });
+
+  it('client_cancelled: the client leaves mid-stream', async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat('slowStream', { stream: true })),
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    await reader.read();
+    controller.abort();
+    expect(await counted('slowStream', 'client_cancelled')).toBe(1);
+  });
+
+  it('timeout: no first token before the deadline', async () => {
+    const started = performance.now();
+    expect((await post('deadline', { stream: true })).status).toBe(504);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(await counted('deadline', 'timeout')).toBe(1);
+  });
+
+  it('rejected: the gateway refuses the request itself', async () => {
+    expect((await post('keyed', {}, { authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await post('keyed', {}, { authorization: `Bearer ${KEY}` })).status).toBe(200);
+    expect(await counted('keyed', 'rejected')).toBe(1);
+    expect(await counted('keyed', 'completed')).toBe(1);
+    await sleep(50);
+    // The status label still says what the client got.
+    expect(
+      metricValue(await gateway.metrics(), 'gateway_requests_total', {
+        model: 'keyed',
+        status: '401',
+        outcome: 'rejected',
+      }),
+    ).toBe(1);
+  });
+});
