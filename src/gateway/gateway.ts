@@ -17,6 +17,7 @@ import type { SharedLimitStore } from './limits/redis/store.js';
 import type { GatewayOptions } from './options.js';
 import { createProxyHandler } from './pipeline/handler.js';
 import { createLogger, type Logger } from './telemetry/logger.js';
+import { createAccessLog } from './telemetry/access-log.js';
 import { shutdownTracing } from './telemetry/tracing.js';
 import { GatewayMetrics, SharedStateMetrics } from './telemetry/metrics.js';
 
@@ -167,7 +168,9 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   // The configured admin port until the listener is bound (`--metrics-port 0` picks one then).
   let adminPort = options.metricsPort;
   const proxyConnections = new ConnectionTracker();
+  const accessLog = createAccessLog(options.accessLog);
   const handler = createProxyHandler({
+    accessLog,
     adminPort: () => adminPort,
     connections: proxyConnections,
     runtime: () => runtime,
@@ -235,6 +238,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
               () => upstream.close(),
               async () => await sharedLimits?.close(),
               async () => void (await shutdownTracing()),
+              async () => accessLog?.flush(),
             ],
           },
           reason,

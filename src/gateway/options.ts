@@ -41,6 +41,8 @@ export interface GatewayOptions {
   sharedStateTimeoutMs: number;
   /** Prefix of every Redis key, so deployments sharing one Redis do not share limits. */
   sharedStatePrefix: string;
+  /** Where the access log goes: `stdout`, `stderr`, a file path, or `off`. */
+  accessLog: string;
 }
 
 export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
@@ -65,6 +67,7 @@ export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
   sharedStateLeaseSecs: 30,
   sharedStateTimeoutMs: 50,
   sharedStatePrefix: 'gateway:',
+  accessLog: 'stdout',
 };
 
 function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -147,6 +150,16 @@ function failurePolicies(value: string): FailurePolicies {
     );
   }
   return parsed.policies;
+}
+
+function accessLogTarget(value: string): string {
+  const trimmed = value.trim();
+  if (trimmed === '') {
+    throw new InvalidArgumentError(
+      '--access-log must be stdout, stderr, off or a file path, got an empty value.',
+    );
+  }
+  return trimmed;
 }
 
 function keyPrefix(value: string): string {
@@ -268,5 +281,12 @@ export function gatewayOptionDefinitions(): Option[] {
       .env('GATEWAY_SHARED_STATE_PREFIX')
       .default(d.sharedStatePrefix)
       .argParser(keyPrefix),
+    new Option(
+      '--access-log <target>',
+      'one JSON line per finished request: stdout, stderr, a file path (appended to), or off',
+    )
+      .env('GATEWAY_ACCESS_LOG')
+      .default(d.accessLog)
+      .argParser(accessLogTarget),
   ];
 }

@@ -176,4 +176,18 @@ describe('request outcomes', () => {
       }),
     ).toBe(1);
   });
+
+  it('the access log says the same for every request above', () => {
+    const access = gateway.program.logs.filter((line) => line.log === 'access');
+    const outcomeOf = (model: string) =>
+      access.filter((line) => line.model === model).map((line) => line.outcome);
+    expect(outcomeOf('noDone')).toEqual(['upstream_cut']);
+    expect(outcomeOf('slowStream')).toEqual(['client_cancelled']);
+    expect(outcomeOf('embedded')).toEqual(['upstream_error']);
+    expect(outcomeOf('deadline')).toEqual(['timeout']);
+    const cancelled = access.find((line) => line.model === 'slowStream')!;
+    // The client left after the head and a first frame: the status it got, the frame's time.
+    expect(cancelled).toMatchObject({ status: 200, attempts: 1, provider: upstream.url });
+    expect(cancelled.ttftMs).toBeGreaterThan(0);
+  });
 });

@@ -200,7 +200,7 @@ describe('headers', () => {
     for (const request of a.requests) expect(JSON.stringify(request.headers)).not.toContain('client-key');
   });
 
-  it('merges response_headers (provider wins), drops hop-by-hop fields and passes request ids through', async () => {
+  it("merges response_headers (provider wins), drops hop-by-hop fields, passes the client's request id and keeps the provider's", async () => {
     a.respondWith((_req, res) => {
       res.writeHead(200, {
         'content-type': 'application/json',
@@ -250,7 +250,8 @@ describe('headers', () => {
     });
     expect(response.headers.get('x-a')).toBe('pool');
     expect(response.headers.get('x-b')).toBe('provider');
-    expect(response.headers.get('x-request-id')).toBe('upstream-id');
+    expect(response.headers.get('x-request-id')).toBe('client-id');
+    expect(response.headers.get('x-upstream-request-id')).toBe('upstream-id');
     expect(response.headers.get('x-hop')).toBeNull();
     const seen = a.requests[0]!.headers;
     expect(seen['x-request-id']).toBe('client-id');

@@ -58,7 +58,7 @@ describe('no SDK', () => {
     setTokenUsage(NOOP_SPAN, { inputTokens: 1, outputTokens: 2 });
     recordResponseSummary(NOOP_SPAN, { model: 'm', usage: { prompt_tokens: 1 } });
     endSpan(NOOP_SPAN);
-    endServerSpan(NOOP_SPAN, 500, 'gateway_error');
+    endServerSpan(NOOP_SPAN, 500, 'internal_error');
     expect(NOOP_SPAN.isRecording()).toBe(false);
   });
 

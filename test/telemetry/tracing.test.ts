@@ -121,7 +121,7 @@ describe('server span', () => {
 
   it('a 4xx answer is not a server error; a 5xx is, and so is a 200 that went wrong', async () => {
     endServerSpan(startServerSpan({}, 'POST', '/a'), 429, 'rejected');
-    endServerSpan(startServerSpan({}, 'POST', '/b'), 500, 'gateway_error');
+    endServerSpan(startServerSpan({}, 'POST', '/b'), 500, 'internal_error');
     endServerSpan(startServerSpan({}, 'POST', '/c'), undefined, 'client_cancelled');
     endServerSpan(startServerSpan({}, 'POST', '/d'), 200, 'upstream_cut');
     endServerSpan(startServerSpan({}, 'POST', '/e'), 400, 'upstream_error');
@@ -130,7 +130,7 @@ describe('server span', () => {
     expect(finished('POST /a').status.code).toBe(SpanStatusCode.UNSET);
     expect(finished('POST /a').attributes['gateway.outcome']).toBe('rejected');
     expect(finished('POST /b').status.code).toBe(SpanStatusCode.ERROR);
-    expect(finished('POST /b').attributes['error.type']).toBe('gateway_error');
+    expect(finished('POST /b').attributes['error.type']).toBe('internal_error');
     expect(finished('POST /c').attributes['error.type']).toBe('client_cancelled');
     expect(finished('POST /c').attributes).not.toHaveProperty('http.response.status_code');
     expect(finished('POST /d').status.code).toBe(SpanStatusCode.ERROR);
@@ -141,7 +141,7 @@ describe('server span', () => {
   });
 
   it('an unknown method is recorded as _OTHER with a generic span name', async () => {
-    endServerSpan(startServerSpan({}, 'BREW', '/pot'), 501, 'gateway_error');
+    endServerSpan(startServerSpan({}, 'BREW', '/pot'), 501, 'internal_error');
     await flushTracing();
     expect(finished('HTTP /pot').attributes['http.request.method']).toBe('_OTHER');
   });

@@ -33,7 +33,7 @@ groups:
       - alert: GatewayHighErrorRatio
         expr: |
           (
-            sum by (namespace, model) (rate({{ $p }}_requests_total{status=~"5.."}[5m]))
+            sum by (namespace, model) (rate({{ $p }}_requests_total{outcome=~"upstream_error|upstream_cut|timeout|internal_error", status!~"4.."}[5m]))
             /
             sum by (namespace, model) (rate({{ $p }}_requests_total[5m]))
           ) > {{ $r.errorRatioThreshold }}
@@ -43,8 +43,8 @@ groups:
         labels:
           severity: critical
         annotations:
-          summary: {{ `Gateway alias {{ $labels.model }} in {{ $labels.namespace }} answers {{ $value | humanizePercentage }} of requests with 5xx` | quote }}
-          description: {{ `More than the configured share of responses on this alias are server errors (upstream errors passed through, unreachable upstreams, first-token timeouts). Check gateway_upstream_errors_total by reason and the providers of the alias.` | quote }}
+          summary: {{ `Gateway alias {{ $labels.model }} in {{ $labels.namespace }} fails {{ $value | humanizePercentage }} of requests` | quote }}
+          description: {{ `More than the configured share of requests on this alias failed: server errors (upstream errors passed through, unreachable upstreams, first-token timeouts) or streams cut after they started, which a 200 status hides (outcome upstream_cut, an error inside a 200). Check gateway_requests_total by outcome and provider, and gateway_upstream_errors_total by reason.` | quote }}
       - alert: GatewayHighRejectionRatio
         expr: |
           (

@@ -5,7 +5,8 @@ import type { HeadListener, UpstreamResponse } from '../http/upstream-exchange.j
 import { setAttemptStatus } from '../telemetry/tracing.js';
 import { GrantSet } from '../limits/grant-set.js';
 import { isPromise, type MaybePromise, type Refusal } from '../limits/types.js';
-import { Attempt, bodyFor, send, type AbandonReason, type AttemptListener } from './attempt.js';
+import { Attempt, bodyFor, injectsUsage, send, type AbandonReason, type AttemptListener } from './attempt.js';
+import { streamEndsWithDone } from './outcome.js';
 import type { RequestContext } from './context.js';
 import { gatewayErrors, refusalError, type GatewayError } from './errors.js';
 import { parseJsonBody } from './resolve.js';
@@ -80,6 +81,10 @@ class AttemptLoop implements HeadListener, AttemptListener {
     this.#attempts = fallback?.maxAttempts ?? 1;
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
+    if (route.requestUsageInStreams && streamEndsWithDone(ctx.path)) {
+      parseJsonBody(ctx);
+      ctx.usageInjected = injectsUsage(ctx.json);
+    }
     this.#deadline = ctx.json?.stream === true ? fallback?.firstTokenTimeoutMs : undefined;
   }
 

@@ -50,10 +50,29 @@ function headerDropFor(attempt: Attempt): ReadonlySet<string> {
 export function bodyFor(ctx: RequestContext, provider: ProviderRoute): Buffer | undefined {
   if (ctx.body.length === 0) return undefined;
   const json = ctx.reasoning && ctx.json ? applyReasoning(ctx.reasoning, provider.index, ctx.json) : ctx.json;
-  if (json === undefined || (json === ctx.json && provider.gatewayModel === undefined)) return ctx.body;
-  return Buffer.from(
-    JSON.stringify(provider.gatewayModel === undefined ? json : { ...json, model: provider.gatewayModel }),
-  );
+  if (json === undefined || (json === ctx.json && provider.gatewayModel === undefined && !ctx.usageInjected))
+    return ctx.body;
+  if (provider.gatewayModel === undefined && !ctx.usageInjected) return Buffer.from(JSON.stringify(json));
+  const rewritten: Record<string, unknown> = { ...json };
+  if (provider.gatewayModel !== undefined) rewritten.model = provider.gatewayModel;
+  if (ctx.usageInjected) rewritten.stream_options = withIncludeUsage(json.stream_options);
+  return Buffer.from(JSON.stringify(rewritten));
+}
+
+/** The client's `stream_options` (when an object) with `include_usage: true`. */
+function withIncludeUsage(options: unknown): Record<string, unknown> {
+  const base = typeof options === 'object' && options !== null && !Array.isArray(options) ? options : {};
+  return { ...base, include_usage: true };
+}
+
+/**
+ * Whether the gateway asks for usage in this request's stream (`usage.request_in_streams`): a
+ * streamed chat or text completion whose client did not ask for it.
+ */
+export function injectsUsage(json: Record<string, unknown> | undefined): boolean {
+  if (json?.stream !== true) return false;
+  const options = json.stream_options as { include_usage?: unknown } | null | undefined;
+  return options?.include_usage !== true;
 }
 
 /**
@@ -127,6 +146,7 @@ export class Attempt implements Grant, AbandonListener {
     deps: AttemptDeps,
   ) {
     this.#ctx = ctx;
+    ctx.attempts++;
     this.#grants = grants;
     this.#listener = listener;
     this.#deps = deps;
@@ -185,6 +205,10 @@ export class Attempt implements Grant, AbandonListener {
     this.#settle('committed');
     this.#cancelDeadline();
     this.#count('committed');
+    const ctx = this.#ctx;
+    ctx.servedBy = this.provider.name;
+    ctx.pricing = this.provider.pricing;
+    ctx.upstreamStartedAt = this.startedAt;
   }
 
   /**
@@ -312,6 +336,8 @@ export function send(
   const method = ctx.req.method ?? 'GET';
   const headers = forwardRequestHeaders(ctx.req.headers, headerDropFor(attempt));
   if (provider.authHeader) headers[provider.authHeader[0]] = provider.authHeader[1];
+  // The provider sees the id the client and the access log see (the client's own, or one made).
+  headers['x-request-id'] = ctx.requestId;
   injectTraceHeaders(headers, attempt.span, provider.propagateTraceContext);
   let exchange: UpstreamExchange;
   try {

@@ -108,7 +108,7 @@ export const gatewayErrors = {
     }),
   /** A bug on the request path (logged where it is caught). */
   internal: () =>
-    make(500, 'api_error', 'internal_error', 'Internal gateway error.', { outcome: 'gateway_error' }),
+    make(500, 'api_error', 'internal_error', 'Internal gateway error.', { outcome: 'internal_error' }),
   firstTokenTimeout: () =>
     make(504, 'api_error', 'first_token_timeout', 'No provider produced a first token before the deadline.', {
       outcome: 'timeout',

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RuntimeTable } from '../runtime/table.js';
 import type { ConnectionTracker } from '../lifecycle/connection-tracker.js';
@@ -20,6 +21,8 @@ import {
 } from './errors.js';
 import { listModels } from './models.js';
 import { finalOutcome } from './outcome.js';
+import { recordFinished } from './finished.js';
+import type { AccessLog } from '../telemetry/access-log.js';
 import { BODY_TOO_LARGE, readBody } from './read-body.js';
 import { isAdminPath } from './no-alias.js';
 import { resolveAlias } from './resolve.js';
@@ -55,6 +58,8 @@ export interface HandlerDeps {
   upstream: UpstreamClient;
   /** The admin listener's port (bound, once it listens): named to clients asking this port for it. */
   adminPort: () => number;
+  /** One line per finished request (`--access-log`); undefined when off. */
+  accessLog: AccessLog | undefined;
 }
 
 /** Span names use the route, never the raw URL (bounded cardinality). */
@@ -67,8 +72,11 @@ const KNOWN_ROUTES: ReadonlySet<string> = new Set([
 ]);
 const OTHER_ROUTE = '/*';
 
+/** A client's request id is kept when it is 1 to 128 visible ASCII characters; else one is made. */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
 /** Status recorded for a request whose client went away before any response started. */
-const CLIENT_CLOSED = '499';
+const CLIENT_CLOSED = 499;
 
 /** Status label strings by code, made once each (codes are 100 to 999). */
 const STATUS_LABELS: string[] = [];
@@ -116,7 +124,7 @@ function failUnexpectedly(
   error: unknown,
 ): void {
   deps.logger.error({ err: error }, 'unexpected error on the request path');
-  ctx?.endedAs('gateway_error');
+  ctx?.endedAs('internal_error');
   if (!res.headersSent) {
     // The serving table's mode: a bug may strike before the request has a context of its own.
     writeGatewayError(res, inResponseMode(gatewayErrors.internal(), deps.runtime().strictMode));
@@ -135,6 +143,10 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
   const traffic: Traffic =
     req.headers[deps.options.dispatchedHeader] === undefined ? 'realtime' : 'dispatched';
   const ctx = new RequestContext(req, res, table, traffic, path);
+  const incomingId = req.headers['x-request-id'];
+  ctx.requestId = typeof incomingId === 'string' && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+  res.setHeader('x-request-id', ctx.requestId);
+  if (deps.accessLog !== undefined) ctx.clientAddress = req.socket.remoteAddress;
   // The response's only 'close' listener (the connection tracker hears of it from `finish`).
   // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
   res.on('close', () => finish(ctx, deps));
@@ -258,11 +270,13 @@ function finish(ctx: RequestContext, deps: HandlerDeps): void {
     endServerSpan(ctx.span, res.headersSent ? res.statusCode : undefined, outcome);
     const metrics = deps.metrics;
     if (ctx.countedInflight) metrics.inflightOf.get(ctx.modelLabel).dec();
-    // Label order follows each metric's labelNames: requests (model, status, traffic, outcome),
-    // duration (model, traffic).
-    const status = res.headersSent ? statusLabel(res.statusCode) : CLIENT_CLOSED;
-    metrics.requestsOf.get(ctx.modelLabel, status, ctx.traffic, outcome).inc();
-    metrics.durationOf.get(ctx.modelLabel, ctx.traffic).observe((performance.now() - ctx.startedAt) / 1000);
+    // Label order follows each metric's labelNames: requests (model, status, traffic, outcome,
+    // provider), duration (model, traffic).
+    const status = res.headersSent ? res.statusCode : CLIENT_CLOSED;
+    const durationMs = performance.now() - ctx.startedAt;
+    metrics.requestsOf.get(ctx.modelLabel, statusLabel(status), ctx.traffic, outcome, ctx.servedBy).inc();
+    metrics.durationOf.get(ctx.modelLabel, ctx.traffic).observe(durationMs / 1000);
+    recordFinished(ctx, outcome, status, durationMs, deps);
   } finally {
     deps.connections.closed(ctx.req, ctx.res);
   }

@@ -13,7 +13,7 @@ import type { ServerResponse } from 'node:http';
  * - `client_cancelled`: the client went away before its response ended;
  * - `timeout`: a deadline ended the request (no first token in time);
  * - `rejected`: the gateway refused the request itself (its own 4xx: auth, limits, validation);
- * - `gateway_error`: a fault in the gateway itself (its 500).
+ * - `internal_error`: a fault in the gateway itself (its 500).
  */
 export type RequestOutcome =
   | 'completed'
@@ -22,7 +22,7 @@ export type RequestOutcome =
   | 'client_cancelled'
   | 'timeout'
   | 'rejected'
-  | 'gateway_error';
+  | 'internal_error';
 
 export const REQUEST_OUTCOMES: readonly RequestOutcome[] = [
   'completed',
@@ -31,7 +31,7 @@ export const REQUEST_OUTCOMES: readonly RequestOutcome[] = [
   'client_cancelled',
   'timeout',
   'rejected',
-  'gateway_error',
+  'internal_error',
 ];
 
 /** Paths whose event streams end with `data: [DONE]`: one that ends without it was cut. */

@@ -17,6 +17,8 @@ import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
 import { RawLeadingFrames, parseJsonSafe, type LeadingFrames } from './leading-frames.js';
 import { readUntil, readWhole } from './read-ahead.js';
+import { ServedStream } from './served-body.js';
+import { usageFromBytes } from './usage.js';
 import {
   answerError,
   answerJson,
@@ -165,6 +167,7 @@ async function respondBody(
       ctx.endedAs('upstream_error');
     }
     attempt.commit();
+    bodyServed(ctx, bytes);
     passThrough(ctx, attempt, response, [bytes], deps);
     return;
   }
@@ -182,6 +185,7 @@ async function respondBody(
     ctx.endedAs('upstream_error');
   }
   attempt.commit();
+  bodyServed(ctx, bytes);
   switch (outcome.kind) {
     case 'ok':
       answerJson(ctx, attempt, response.statusCode, response.headers, outcome.body);
@@ -217,9 +221,12 @@ async function respondStream(
           mode: mode.kind,
           trusted: mode.kind === 'strict' ? mode.trusted : false,
           maxPendingBytes: deps.sseBufferLimit,
+          dropUsageChunk: ctx.usageInjected,
         });
   const held: (string | Buffer)[] = [];
+  const served = new ServedStream();
   const stop = await readUntil(response, (chunk) => {
+    served.push(chunk);
     const step = frames.push(chunk);
     if (step.output.length > 0) held.push(step.output);
     if (step.firstDataFrame && mode.kind === 'strict') attempt.probe?.firstToken(attempt.elapsedMs());
@@ -244,7 +251,7 @@ async function respondStream(
 
   if (frames instanceof SseSanitizeTransform) {
     startTransformedStream(ctx, attempt, response.statusCode, response.headers, held.join(''));
-    pumpTransformed(ctx, attempt, response, frames, stop.kind === 'ended', deps);
+    pumpTransformed(ctx, attempt, response, frames, stop.kind === 'ended', deps, served);
     return;
   }
   if (frames.state === 'overflow') {
@@ -255,5 +262,11 @@ async function respondStream(
     cutResponse(ctx.res);
     return;
   }
-  passThrough(ctx, attempt, response, held as Buffer[], deps);
+  passThrough(ctx, attempt, response, held as Buffer[], deps, served);
+}
+
+/** A body read whole and committed: its end, and the usage it reported. */
+function bodyServed(ctx: RequestContext, bytes: Buffer): void {
+  ctx.upstreamEndedAt = performance.now();
+  ctx.usage = usageFromBytes(bytes);
 }

@@ -1,5 +1,6 @@
 import { embeddedError } from '../strict/index.js';
 import { parseJsonSafe } from './leading-frames.js';
+import { usageFromBytes, usageFromText, type TokenUsage } from './usage.js';
 
 /**
  * What a body passed through unchanged carried, read as it flows past without holding it up: an
@@ -22,16 +23,27 @@ export class ServedStream {
   #previous: Buffer | undefined;
   #last: Buffer | undefined;
   #sawError = false;
+  /** When the first chunk with a data frame arrived (`performance.now()`): the first token. */
+  firstDataAt: number | undefined;
 
   /** Starts from the bytes already read before the body was handed over (the held prefix). */
-  constructor(prefix: readonly Buffer[]) {
+  constructor(prefix: readonly Buffer[] = []) {
     for (const chunk of prefix) this.push(chunk);
   }
 
   push(chunk: Buffer): void {
     this.#previous = this.#last;
     this.#last = chunk;
+    if (this.firstDataAt === undefined && startsData(chunk)) this.firstDataAt = performance.now();
     if (!this.#sawError && chunk.includes(ERROR_KEY)) this.#sawError = hasErrorEvent(chunk.toString('utf8'));
+  }
+
+  /**
+   * The usage the stream reported: the usage chunk comes last before `[DONE]` (chat and text
+   * completions) and is the last event's `response.usage` in the Responses API.
+   */
+  usage(): TokenUsage | undefined {
+    return usageFromText(this.#text());
   }
 
   /** The kept bytes as text. */
@@ -54,6 +66,16 @@ export class ServedStream {
     // A last event split across the two chunks was not whole in either.
     return text.includes('"error"') && hasErrorEvent(text) ? 'error' : 'other';
   }
+}
+
+const DATA_FIELD = Buffer.from('data:');
+const DONE_DATA = /^data: ?\[DONE\]/;
+
+/** The chunk carries a data frame other than a leading `[DONE]` (comments and event names aside). */
+function startsData(chunk: Buffer): boolean {
+  const at = chunk.indexOf(DATA_FIELD);
+  if (at < 0) return false;
+  return !DONE_DATA.test(chunk.toString('latin1', at, Math.min(chunk.length, at + 16)));
 }
 
 /** The `data: [DONE]` line that ends a stream, then only line ends. */
@@ -110,6 +132,13 @@ export class ServedJson {
     }
     this.#chunks.push(chunk);
     if (!this.#errorKey) this.#errorKey = chunk.includes(ERROR_KEY);
+  }
+
+  /** The usage the body reported (near its end, for every endpoint). */
+  usage(): TokenUsage | undefined {
+    const chunks = this.#chunks;
+    if (chunks.length === 0) return undefined;
+    return usageFromBytes(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
   }
 
   /** The body is an error object (an error inside a 200), judged by the one rule. */

@@ -7,6 +7,7 @@ import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
 import { streamEndsWithDone } from './outcome.js';
 import { ServedJson, ServedStream } from './served-body.js';
+import { UsageChunkFilter } from './usage-chunk-filter.js';
 
 /**
  * The writers of a committed response: after `Attempt.commit()`, they write the client's head and
@@ -24,8 +25,20 @@ const ERROR_LOG_BYTES = 2_048;
  * (provider values already merged over the pool's). A transformed body drops the framing and
  * encoding headers of the original.
  */
-function headersFor(attempt: Attempt, upstream: UpstreamHeaders, transformed: boolean): OutgoingHttpHeaders {
+function headersFor(
+  ctx: RequestContext,
+  attempt: Attempt,
+  upstream: UpstreamHeaders,
+  transformed: boolean,
+): OutgoingHttpHeaders {
   const headers: OutgoingHttpHeaders = forwardResponseHeaders(upstream);
+  // The client gets the gateway's request id; the provider's own (which its support asks for) stays
+  // readable under another name.
+  const upstreamId = headers['x-request-id'];
+  if (upstreamId !== undefined && upstreamId !== ctx.requestId) {
+    headers['x-upstream-request-id'] = upstreamId;
+    headers['x-request-id'] = ctx.requestId;
+  }
   if (transformed) {
     delete headers['content-length'];
     delete headers['content-encoding'];
@@ -65,9 +78,10 @@ export function passThrough(
   response: UpstreamResponse,
   prefix: readonly Buffer[],
   deps: AttemptDeps,
+  served?: ServedStream,
 ): void {
   const { res } = ctx;
-  res.writeHead(response.statusCode, headersFor(attempt, response.headers, false));
+  res.writeHead(response.statusCode, headersFor(ctx, attempt, response.headers, false));
   // An event stream's head goes out at once: the client learns the answer started even if the
   // provider then stalls (and the request is not counted as served with nothing sent). When body
   // bytes are already here, they are written in this tick and carry the head in the same write
@@ -75,9 +89,14 @@ export function passThrough(
   if (prefix.length === 0 && !response.bodyArrived && isEventStream(response.headers['content-type'])) {
     res.flushHeaders();
   }
-  for (const chunk of prefix) res.write(chunk);
   const forward = new ForwardToClient(ctx, attempt, response, deps);
-  if (response.statusCode < 300) {
+  if (ctx.usageInjected && response.statusCode < 300 && isEventStream(response.headers['content-type'])) {
+    forward.filter(new UsageChunkFilter());
+  }
+  for (const chunk of prefix) forward.writeHeld(chunk);
+  if (served !== undefined) {
+    forward.read(served);
+  } else if (response.statusCode < 300) {
     const contentType = response.headers['content-type'];
     if (isEventStream(contentType)) forward.read(new ServedStream(prefix));
     else if (isJson(contentType)) forward.read(new ServedJson(prefix));
@@ -126,35 +145,65 @@ abstract class ClientBodyWriter implements BodyConsumer {
  */
 class ForwardToClient extends ClientBodyWriter {
   #served: ServedStream | ServedJson | undefined;
+  #filter: UsageChunkFilter | undefined;
 
   read(served: ServedStream | ServedJson): void {
     this.#served = served;
   }
 
+  /** Removes the usage-only chunk the gateway asked for (the served-body reader still sees it). */
+  filter(filter: UsageChunkFilter): void {
+    this.#filter = filter;
+  }
+
+  /** A chunk read before the commit point (already seen by the reader that held it). */
+  writeHeld(chunk: Buffer): void {
+    const out = this.#filter === undefined ? chunk : this.#filter.push(chunk);
+    if (out.length > 0) this.ctx.res.write(out);
+  }
+
   bodyData(chunk: Buffer): void {
     this.#served?.push(chunk);
-    this.write(chunk);
+    const out = this.#filter === undefined ? chunk : this.#filter.push(chunk);
+    if (out.length > 0) this.write(out);
   }
 
   bodyEnded(): void {
     const served = this.#served;
+    const ctx = this.ctx;
+    const rest = this.#filter?.end();
+    if (rest !== undefined) ctx.res.write(rest);
+    ctx.upstreamEndedAt = performance.now();
     if (served instanceof ServedStream) {
-      const end = served.streamEnd();
-      if (end === 'error') this.ctx.endedAs('upstream_error');
-      else if (end === 'other' && streamEndsWithDone(this.ctx.path)) this.ctx.endedAs('upstream_cut');
-    } else if (served?.isError()) {
-      this.ctx.endedAs('upstream_error');
+      streamServed(ctx, served);
+    } else if (served !== undefined) {
+      if (served.isError()) ctx.endedAs('upstream_error');
+      else ctx.usage = served.usage();
     }
-    this.ctx.res.end();
+    ctx.res.end();
   }
 
   bodyFailed(error: Error): void {
+    this.ctx.upstreamEndedAt = performance.now();
+    if (this.#served instanceof ServedStream) this.ctx.firstTokenAt = this.#served.firstDataAt;
     // A client that left aborted the request: there is nobody to tell.
     if (this.ctx.isClosed) return;
     this.ctx.endedAs('upstream_cut');
     upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
     cutResponse(this.ctx.res);
   }
+}
+
+/**
+ * What a stream that reached its end served: its usage and first token, and how it ended (an
+ * error event, or no `[DONE]` where the endpoint's streams end with one).
+ */
+function streamServed(ctx: RequestContext, served: ServedStream): void {
+  ctx.firstTokenAt = served.firstDataAt;
+  const end = served.streamEnd();
+  if (end === 'error') ctx.endedAs('upstream_error');
+  else if (end === 'other' && streamEndsWithDone(ctx.path)) ctx.endedAs('upstream_cut');
+  ctx.usage = served.usage();
 }
 
 function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
@@ -190,7 +239,7 @@ export function startTransformedStream(
   upstream: UpstreamHeaders,
   held: string,
 ): void {
-  const headers = headersFor(attempt, upstream, true);
+  const headers = headersFor(ctx, attempt, upstream, true);
   headers['content-type'] = 'text/event-stream; charset=utf-8';
   ctx.res.writeHead(status, headers);
   if (held.length > 0) ctx.res.write(held);
@@ -205,7 +254,7 @@ export function answerJson(
   upstream: UpstreamHeaders | undefined,
   body: string | Buffer,
 ): void {
-  const headers = upstream === undefined ? {} : headersFor(attempt, upstream, true);
+  const headers = upstream === undefined ? {} : headersFor(ctx, attempt, upstream, true);
   headers['content-type'] = 'application/json';
   headers['content-length'] = Buffer.byteLength(body);
   if (upstream === undefined)
@@ -299,8 +348,9 @@ export function pumpTransformed(
   transform: SseSanitizeTransform,
   upstreamEnded: boolean,
   deps: AttemptDeps,
+  served: ServedStream,
 ): void {
-  const pump = new TransformPump(ctx, attempt, response, transform, deps);
+  const pump = new TransformPump(ctx, attempt, response, transform, deps, served);
   if (upstreamEnded || transform.state !== 'open') {
     pump.bodyEnded();
     return;
@@ -316,6 +366,8 @@ export function pumpTransformed(
  */
 class TransformPump extends ClientBodyWriter {
   readonly #transform: SseSanitizeTransform;
+  /** The provider's bytes as they arrive: its usage and first token (the transform judges the end). */
+  readonly #served: ServedStream;
   #finished = false;
 
   constructor(
@@ -324,12 +376,15 @@ class TransformPump extends ClientBodyWriter {
     response: UpstreamResponse,
     transform: SseSanitizeTransform,
     deps: AttemptDeps,
+    served: ServedStream,
   ) {
     super(ctx, attempt, response, deps);
     this.#transform = transform;
+    this.#served = served;
   }
 
   bodyData(chunk: Buffer): void {
+    this.#served.push(chunk);
     this.#apply(this.#transform.push(chunk));
   }
 
@@ -387,6 +442,10 @@ class TransformPump extends ClientBodyWriter {
   #finish(how: 'end' | 'destroy'): void {
     if (this.#finished) return;
     this.#finished = true;
+    const ctx = this.ctx;
+    ctx.upstreamEndedAt = performance.now();
+    ctx.firstTokenAt = this.#served.firstDataAt;
+    ctx.usage = this.#served.usage();
     if (how === 'end') {
       // The stream is complete for the client; the rest of the body only returns the connection.
       this.response.drain();

@@ -8,13 +8,21 @@ import { LimiterRegistry, limiterId } from '../limits/registry.js';
 import type { BatchLimiter } from '../limits/types.js';
 import type { ConfigIssue } from '../config/issues.js';
 import type { RouteStrategy } from '../balance/strategies.js';
-import type { RuntimeTable, AliasRoute, ProviderRoute, FallbackPolicy, KeyLimits } from './table.js';
+import type {
+  RuntimeTable,
+  AliasRoute,
+  ProviderRoute,
+  FallbackPolicy,
+  KeyLimits,
+  TokenPrices,
+} from './table.js';
 import {
   DEFAULT_STRATEGY,
   DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
   DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
   requestClassOf,
   type FallbackConfig,
+  type Pricing,
 } from '../config/schema/index.js';
 import type { ResolvedGatewayConfig, ResolvedProvider, ResolvedTarget } from '../config/secrets.js';
 
@@ -124,6 +132,7 @@ export function compileRuntime(
       strategy: strategyOf(target),
       providers,
       fallback: compileFallback(target.fallback, providers.length),
+      requestUsageInStreams: target.usage?.request_in_streams ?? config.usage?.request_in_streams ?? false,
       share: shares?.get(key),
       reasoning: providers.map((p) => p.reasoning),
     });
@@ -201,6 +210,7 @@ function compileProviders(
       reasoning: compileReasoningTranslation(entry.reasoning_translation ?? target.reasoning_translation),
       sanitizeResponse: entry.sanitize_response ?? target.sanitize_response ?? false,
       propagateTraceContext: entry.propagate_trace_context ?? trusted,
+      pricing: tokenPrices(entry.pricing ?? target.pricing),
       rateLimit:
         isPool && entry.rate_limit
           ? limiters.tokenBucket(limiterId.providerRate(poolKey, name), entry.rate_limit, subject)
@@ -244,5 +254,14 @@ function compileFallback(
     // The schema keeps max_attempts between 1 and the pool's size; this is the one place it is resolved.
     maxAttempts: fallback.max_attempts ?? providerCount,
     firstTokenTimeoutMs: fallback.first_token_timeout_ms,
+  };
+}
+
+function tokenPrices(pricing: Pricing | undefined): TokenPrices | undefined {
+  if (pricing === undefined) return undefined;
+  return {
+    prompt: pricing.prompt_per_million,
+    completion: pricing.completion_per_million,
+    cachedPrompt: pricing.cached_prompt_per_million ?? pricing.prompt_per_million,
   };
 }

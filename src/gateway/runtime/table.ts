@@ -58,6 +58,8 @@ export interface AliasRoute {
   readonly strategy: RouteStrategy;
   readonly providers: readonly ProviderRoute[];
   readonly fallback: FallbackPolicy | undefined;
+  /** Streamed chat and text completions ask for usage when the client did not (`usage.request_in_streams`). */
+  readonly requestUsageInStreams: boolean;
   /** The first-token share controller of an eligible priority pool (spec 3.1). */
   readonly share: ShareController | undefined;
   /** `providers[i].reasoning` in configuration order: what `planReasoning` takes. */
@@ -86,4 +88,12 @@ export interface ProviderRoute {
   readonly concurrencyLimit: ConcurrencyLimiter | undefined;
   /** Compiled reasoning-effort translation (provider-scoped; the pool's when the entry has none). */
   readonly reasoning: CompiledReasoning | undefined;
+  /** Token prices per million (the entry's, else the pool's), or undefined: no cost counted. */
+  readonly pricing: TokenPrices | undefined;
+}
+
+export interface TokenPrices {
+  readonly prompt: number;
+  readonly completion: number;
+  readonly cachedPrompt: number;
 }

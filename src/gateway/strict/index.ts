@@ -55,6 +55,7 @@ export {
   type UpstreamErrorOutcome,
 } from './errors.js';
 export { embeddedError } from './embedded-error.js';
+export { isUsageOnlyChunk } from './usage-chunk.js';
 export {
   sanitizeBody,
   sanitizeJson,

@@ -8,6 +8,7 @@ import {
   standaloneEmbeddedError,
   standaloneEmbeddedErrorEvent,
 } from './errors.js';
+import { isUsageOnlyChunk } from './usage-chunk.js';
 import { embeddedError } from './embedded-error.js';
 import { sanitizeValue } from './sanitize.js';
 
@@ -47,6 +48,8 @@ export interface SseTransformOptions {
   readonly mode: 'strict' | 'standalone';
   /** Effective trust of the provider that serves the stream (strict mode only). */
   readonly trusted: boolean;
+  /** Drop the usage-only chunk (the gateway asked for usage; the client did not). */
+  readonly dropUsageChunk?: boolean;
   /** `--sse-buffer-limit`. */
   readonly maxPendingBytes: number;
 }
@@ -105,6 +108,7 @@ export class SseSanitizeTransform {
   readonly #alias: string;
   readonly #mode: 'strict' | 'standalone';
   readonly #trusted: boolean;
+  readonly #dropUsageChunk: boolean;
   readonly #parser: SseParser;
 
   #state: SseTransformState = 'open';
@@ -118,6 +122,7 @@ export class SseSanitizeTransform {
     this.#alias = options.alias;
     this.#mode = options.mode;
     this.#trusted = options.trusted;
+    this.#dropUsageChunk = options.dropUsageChunk ?? false;
     // No comment handler: the parser then skips decoding comment lines, and they are dropped.
     const handler: SseHandler = { onEvent: (event) => this.#onEvent(event) };
     this.#parser = new SseParser(handler, { maxPendingBytes: options.maxPendingBytes });
@@ -209,6 +214,7 @@ export class SseSanitizeTransform {
       this.#onEmbeddedError(error);
       return;
     }
+    if (this.#dropUsageChunk && isUsageOnlyChunk(value)) return;
     const result = sanitizeValue('chat_completion_chunk', value, this.#alias);
     if (result.kind !== 'ok') {
       this.#fail(

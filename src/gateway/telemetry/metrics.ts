@@ -15,20 +15,21 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './pr
 class Children<C> {
   /** Label value -> next level (a Map) or, at the last label, the child. */
   readonly #root = new Map<string, unknown>();
-  readonly #arity: 1 | 2 | 3 | 4;
+  readonly #arity: 1 | 2 | 3 | 4 | 5;
   readonly #make: (values: string[]) => C;
 
-  constructor(arity: 1 | 2 | 3 | 4, make: (values: string[]) => C) {
+  constructor(arity: 1 | 2 | 3 | 4 | 5, make: (values: string[]) => C) {
     this.#arity = arity;
     this.#make = make;
   }
 
-  get(a: string, b = '', c = '', d = ''): C {
+  get(a: string, b = '', c = '', d = '', e = ''): C {
     let node = this.#root.get(a);
     if (this.#arity > 1) node = (node as Map<string, unknown> | undefined)?.get(b);
     if (this.#arity > 2) node = (node as Map<string, unknown> | undefined)?.get(c);
     if (this.#arity > 3) node = (node as Map<string, unknown> | undefined)?.get(d);
-    return node === undefined ? this.#create([a, b, c, d].slice(0, this.#arity)) : (node as C);
+    if (this.#arity > 4) node = (node as Map<string, unknown> | undefined)?.get(e);
+    return node === undefined ? this.#create([a, b, c, d, e].slice(0, this.#arity)) : (node as C);
   }
 
   #create(values: string[]): C {
@@ -49,10 +50,15 @@ class Children<C> {
 
 type Labels = Record<string, string>;
 
-const REQUEST_LABELS = ['model', 'status', 'traffic', 'outcome'] as const;
+const REQUEST_LABELS = ['model', 'status', 'traffic', 'outcome', 'provider'] as const;
 const INFLIGHT_LABELS = ['model'] as const;
 const ATTEMPT_LABELS = ['model', 'pool', 'provider', 'outcome'] as const;
 const DURATION_LABELS = ['model', 'traffic'] as const;
+const PROVIDER_LABELS = ['model', 'provider'] as const;
+const USAGE_LABELS = ['model', 'provider', 'account', 'key'] as const;
+
+/** Time-to-first-token buckets (seconds): a cached answer's milliseconds to a long prefill's minute. */
+const FIRST_TOKEN_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
 function labelsOf(names: readonly string[], values: readonly string[]): Labels {
   const labels: Labels = {};
@@ -102,6 +108,42 @@ function flushCounts(counter: Counter<string>, children: readonly CountingChild[
     if (child.pending === 0) continue;
     counter.inc(child.labels, child.pending);
     child.pending = 0;
+  }
+}
+
+/** Token and cost counts of one (model, provider, account, key), published when `/metrics` is collected. */
+export class UsageChild {
+  readonly labels: Labels;
+  prompt = 0;
+  completion = 0;
+  reasoning = 0;
+  cachedPrompt = 0;
+  cost = 0;
+
+  constructor(labels: Labels) {
+    this.labels = labels;
+  }
+}
+
+/** The `type` label of `gateway_tokens_total`, by the field of `UsageChild` it counts. */
+const TOKEN_TYPES = [
+  ['prompt', 'prompt'],
+  ['completion', 'completion'],
+  ['reasoning', 'reasoning'],
+  ['cached_prompt', 'cachedPrompt'],
+] as const;
+
+function flushUsage(tokens: Counter<string>, cost: Counter<string>, children: readonly UsageChild[]): void {
+  for (const child of children) {
+    for (const [type, field] of TOKEN_TYPES) {
+      if (child[field] === 0) continue;
+      tokens.inc({ ...child.labels, type }, child[field]);
+      child[field] = 0;
+    }
+    if (child.cost !== 0) {
+      cost.inc(child.labels, child.cost);
+      child.cost = 0;
+    }
   }
 }
 
@@ -227,8 +269,9 @@ class ChildHistogram<T extends string> extends Histogram<T> {
 /**
  * Every metric the gateway exports, on one registry per gateway instance (so two gateways in one
  * process, as in tests or an embedding program, never collide). Names carry the configurable prefix
- * (`--metrics-prefix`, default `gateway`). Labels are bounded by configuration: alias, pool, status,
- * code, traffic class; never a key, an account or a user.
+ * (`--metrics-prefix`, default `gateway`). Labels are bounded by configuration: alias, pool, provider,
+ * status, code, traffic class, a key's configured name and its account label; never a key itself, an
+ * unnamed key's fingerprint or a user.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -243,7 +286,7 @@ export class GatewayMetrics {
   readonly shutdownForcedConnections: Counter;
 
   // Request path
-  readonly requests: Counter<'model' | 'status' | 'traffic'>;
+  readonly requests: Counter<'model' | 'status' | 'traffic' | 'outcome' | 'provider'>;
   readonly requestDuration: ChildHistogram<'model' | 'traffic'>;
   readonly rejections: Counter<'model' | 'status' | 'code' | 'traffic'>;
   readonly batchInflightRefusals: Counter<'model'>;
@@ -251,10 +294,23 @@ export class GatewayMetrics {
   readonly upstreamErrors: Counter<'model' | 'reason'>;
   readonly upstreamAttempts: Counter<'model' | 'pool' | 'provider' | 'outcome'>;
   readonly unsupportedParams: Counter<'param' | 'model' | 'traffic' | 'action'>;
+  readonly tokens: Counter<'model' | 'provider' | 'account' | 'key' | 'type'>;
+  readonly cost: Counter<'model' | 'provider' | 'account' | 'key'>;
+  readonly usageMissing: Counter<'model' | 'provider'>;
+  readonly timeToFirstToken: ChildHistogram<'model' | 'provider'>;
+  readonly upstreamDuration: ChildHistogram<'model' | 'provider'>;
 
   readonly prefix: string;
 
-  /** Request-path children: (model, status, traffic, outcome), (model, traffic), (model), (model, pool, provider, outcome). */
+  /** (model, provider, account, key): tokens and cost; (model, provider): missing usage, TTFT, upstream time. */
+  readonly usageOf: Children<UsageChild>;
+  readonly usageMissingOf: Children<CountingChild>;
+  readonly firstTokenOf: Children<HistogramChild>;
+  readonly upstreamDurationOf: Children<HistogramChild>;
+  readonly #usageCounts: UsageChild[] = [];
+  readonly #usageMissingCounts: CountingChild[] = [];
+
+  /** Request-path children: (model, status, traffic, outcome, provider), (model, traffic), (model), (model, pool, provider, outcome). */
   readonly requestsOf: Children<CountingChild>;
   readonly durationOf: Children<HistogramChild>;
   readonly inflightOf: Children<GaugeChild>;
@@ -300,7 +356,7 @@ export class GatewayMetrics {
     });
     this.requests = new Counter({
       name: name('requests_total'),
-      help: 'Proxy requests finished, by alias, response status (499: the client left before a status was sent), traffic class and outcome (completed, upstream_error, upstream_cut, client_cancelled, timeout, rejected, gateway_error).',
+      help: 'Proxy requests finished, by alias, response status (499: the client left before a status was sent), traffic class, outcome (completed, upstream_error, upstream_cut, client_cancelled, timeout, rejected, internal_error) and the provider that served (empty when none did).',
       labelNames: REQUEST_LABELS,
       registers,
       collect: () => flushCounts(this.requests, this.#requestCounts),
@@ -354,8 +410,44 @@ export class GatewayMetrics {
       registers,
     });
 
+    this.tokens = new Counter({
+      name: name('tokens_total'),
+      help: 'Tokens the providers reported, by alias, provider, account, key name and type (prompt, completion, reasoning: part of completion, cached_prompt: part of prompt).',
+      labelNames: [...USAGE_LABELS, 'type'],
+      registers,
+      collect: () => flushUsage(this.tokens, this.cost, this.#usageCounts),
+    });
+    this.cost = new Counter({
+      name: name('cost_total'),
+      help: 'Cost of the reported tokens at the configured prices (in their currency unit), by alias, provider, account and key name.',
+      labelNames: USAGE_LABELS,
+      registers,
+      collect: () => flushUsage(this.tokens, this.cost, this.#usageCounts),
+    });
+    this.usageMissing = new Counter({
+      name: name('usage_missing_total'),
+      help: 'Responses that ended without reporting token usage (a stream without its usage chunk), by alias and provider.',
+      labelNames: PROVIDER_LABELS,
+      registers,
+      collect: () => flushCounts(this.usageMissing, this.#usageMissingCounts),
+    });
+    this.timeToFirstToken = new ChildHistogram({
+      name: name('time_to_first_token_seconds'),
+      help: 'Time from request arrival to the first data frame of every streamed response, by alias and provider.',
+      labelNames: PROVIDER_LABELS,
+      buckets: FIRST_TOKEN_BUCKETS,
+      registers,
+    });
+    this.upstreamDuration = new ChildHistogram({
+      name: name('upstream_duration_seconds'),
+      help: 'Time from sending the request to the provider that served to the end of its response body.',
+      labelNames: PROVIDER_LABELS,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+
     // A child's series exists from its first use, as with prom-client's own children.
-    this.requestsOf = new Children(4, (v) => {
+    this.requestsOf = new Children(5, (v) => {
       const child = new CountingChild(labelsOf(REQUEST_LABELS, v));
       this.requests.inc(child.labels, 0);
       this.#requestCounts.push(child);
@@ -374,6 +466,21 @@ export class GatewayMetrics {
       this.#attemptCounts.push(child);
       return child;
     });
+
+    this.usageOf = new Children(4, (v) => {
+      const child = new UsageChild(labelsOf(USAGE_LABELS, v));
+      this.#usageCounts.push(child);
+      return child;
+    });
+    this.usageMissingOf = new Children(2, (v) => {
+      const child = new CountingChild(labelsOf(PROVIDER_LABELS, v));
+      this.#usageMissingCounts.push(child);
+      return child;
+    });
+    this.firstTokenOf = new Children(2, (v) => this.timeToFirstToken.child(labelsOf(PROVIDER_LABELS, v)));
+    this.upstreamDurationOf = new Children(2, (v) =>
+      this.upstreamDuration.child(labelsOf(PROVIDER_LABELS, v)),
+    );
 
     collectDefaultMetrics(this.registry);
   }

@@ -96,6 +96,12 @@ export function startServerSpan(headers: InboundHeaders, method: string, route: 
   );
 }
 
+/** The trace id of a recording span (for the access log), else null. */
+export function traceIdOf(span: Span): string | null {
+  if (span === NOOP_SPAN || !span.isRecording()) return null;
+  return span.spanContext().traceId;
+}
+
 /** The alias and traffic class of the request, once resolved. */
 export function setRequestInfo(span: Span, model: string, traffic: string): void {
   if (!span.isRecording()) return;

@@ -35,6 +35,7 @@ export {
   ATTR_GATEWAY_TRAFFIC,
   NOOP_SPAN,
   endServerSpan,
+  traceIdOf,
   endSpan,
   genAiOperationForPath,
   recordResponseSummary,

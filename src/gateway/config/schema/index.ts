@@ -37,8 +37,15 @@ export { AIMD_DEFAULTS, AimdOverridesSchema, resolveAimd } from './aimd.js';
 export type { AimdOverrides, AimdParameters } from './aimd.js';
 export { FallbackSchema } from './fallback.js';
 export type { FallbackConfig } from './fallback.js';
-export { ProviderSchema, TargetSchema, aimdApplies, isPoolTarget, providerIdentity } from './target.js';
-export type { PoolTarget, ProviderConfig, SingleProviderTarget, TargetConfig } from './target.js';
+export {
+  PricingSchema,
+  ProviderSchema,
+  TargetSchema,
+  aimdApplies,
+  isPoolTarget,
+  providerIdentity,
+} from './target.js';
+export type { Pricing, PoolTarget, ProviderConfig, SingleProviderTarget, TargetConfig } from './target.js';
 export {
   CROSS_FIELD_RULES,
   ENVELOPE_API_VERSION,

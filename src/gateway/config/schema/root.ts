@@ -4,7 +4,7 @@ import { UNSUPPORTED_PARAM_NAMES } from '../../strict/unsupported-params-catalog
 import { closestMatch } from '../suggest.js';
 import { ALIAS_PATTERN, uniqueItems } from './fields.js';
 import { AuthSchema } from './auth.js';
-import { TargetSchema } from './target.js';
+import { TargetSchema, UsageSchema } from './target.js';
 
 const TargetsSchema = z
   .record(
@@ -58,6 +58,7 @@ export const GatewayConfigSchema = z
         'Strict mode for every target: requests are validated against the reference schemas, responses re-serialized and sanitized, errors standardized, unknown endpoints answered 404. Global only.',
       ),
     auth: AuthSchema.optional().describe('Global authentication.'),
+    usage: UsageSchema.optional().describe('Usage reading for every target (a target may override it).'),
     targets: TargetsSchema.describe(
       'Model alias -> target. A request selects the alias with its body `model` or the `model-override` header. A key `alias:class` whose `alias` is also a key is a request-class pool of that alias.',
     ),

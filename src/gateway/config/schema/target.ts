@@ -35,6 +35,46 @@ const ResponseHeadersSchema = z.record(HeaderNameSchema, HeaderValueSchema).supe
   }
 });
 
+/** Prices of a provider's tokens, per million, in the operator's currency unit. */
+export const PricingSchema = z
+  .strictObject({
+    prompt_per_million: z.number().nonnegative().describe('Price of one million prompt (input) tokens.'),
+    completion_per_million: z
+      .number()
+      .nonnegative()
+      .describe('Price of one million completion (output) tokens, reasoning tokens included.'),
+    cached_prompt_per_million: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('Price of one million cached prompt tokens. Absent: the prompt price.'),
+  })
+  .meta({
+    id: 'Pricing',
+    title: 'Token prices',
+    description:
+      "Prices per million tokens, in whatever currency unit you bill in (all prices of one gateway should share it): `gateway_cost_total` adds them up from the usage each response reports. There is no built-in price list: the figures are the ones you configure, from your provider's price sheet or your own cost of serving.",
+  });
+
+export type Pricing = z.infer<typeof PricingSchema>;
+
+/** How the gateway reads token usage (global, or per target to override it there). */
+export const UsageSchema = z
+  .strictObject({
+    request_in_streams: z
+      .boolean()
+      .optional()
+      .describe(
+        'Ask for usage in streamed chat and text completions whose client did not: `stream_options.include_usage: true` is added upstream, and the usage-only chunk the provider then sends is removed from what the client receives. Absent: the global value, else false (a stream is counted only when its client asked for usage).',
+      ),
+  })
+  .meta({
+    id: 'Usage',
+    title: 'Usage reading',
+    description:
+      'Token usage is read from every response that reports it (`gateway_tokens_total`); streams report it only when asked.',
+  });
+
 /** Fields a provider entry shares with a target; the texts say how the pool and the entry combine. */
 function upstreamFields(scope: 'target' | 'provider') {
   const onProvider = scope === 'provider';
@@ -108,6 +148,11 @@ function upstreamFields(scope: 'target' | 'provider') {
         ? 'Concurrency cap of this provider alone, checked when the provider is tried.'
         : 'Concurrency cap for the whole target. Absent: no cap.',
     ),
+    pricing: PricingSchema.optional().describe(
+      onProvider
+        ? "Token prices of this provider; replaces the pool's `pricing`."
+        : 'Token prices for `gateway_cost_total`. On a pool it is the default for provider entries without their own. Absent: no cost is counted.',
+    ),
     strict_mode: globalOnly(),
   };
 }
@@ -166,6 +211,9 @@ const TargetObjectSchema = z.strictObject({
       'Client keys accepted for this target: literal bearer tokens, names of `auth.key_definitions` entries, or [secret references](#secret-reference) (whose value is always a token). When present (even empty) the target requires `Authorization: Bearer <token>` and also accepts the global keys. Absent: no client authentication.',
     ),
   ...upstreamFields('target'),
+  usage: UsageSchema.optional().describe(
+    'Usage reading for this target; overrides the global `usage` field by field.',
+  ),
   inflight_limit: NonNegativeInt.optional().describe(
     'Default cap of realtime in-flight requests per account (the `account` label of the key) on this alias. Absent: uncapped. Read from the alias default pool; not valid on a request-class pool `alias:class`.',
   ),

@@ -1,0 +1,94 @@
+import type { AccessLog } from '../telemetry/access-log.js';
+import type { GatewayMetrics } from '../telemetry/metrics.js';
+import { traceIdOf } from '../telemetry/tracing.js';
+import type { RequestContext } from './context.js';
+import type { RequestOutcome } from './outcome.js';
+
+/** The endpoints whose successful responses report token usage. */
+const USAGE_PATHS: ReadonlySet<string> = new Set([
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/responses',
+  '/v1/embeddings',
+]);
+
+export interface FinishedDeps {
+  metrics: GatewayMetrics;
+  accessLog: AccessLog | undefined;
+}
+
+/**
+ * What a finished request served, recorded once its response closed: the tokens and their cost per
+ * account and key, a completed response that reported no usage, the time to its first token and its
+ * upstream time (`gateway_*` metrics), and its access log line.
+ */
+export function recordFinished(
+  ctx: RequestContext,
+  outcome: RequestOutcome,
+  status: number,
+  durationMs: number,
+  deps: FinishedDeps,
+): void {
+  const metrics = deps.metrics;
+  const provider = ctx.servedBy;
+  const usage = ctx.usage;
+  if (provider !== '') {
+    const model = ctx.modelLabel;
+    if (usage !== undefined) {
+      const identity = ctx.identity;
+      const counts = metrics.usageOf.get(
+        model,
+        provider,
+        identity?.account ?? '',
+        identity?.definitionName ?? '',
+      );
+      counts.prompt += usage.prompt;
+      counts.completion += usage.completion;
+      counts.reasoning += usage.reasoning;
+      counts.cachedPrompt += usage.cachedPrompt;
+      const price = ctx.pricing;
+      if (price !== undefined) {
+        const uncached = usage.prompt - Math.min(usage.cachedPrompt, usage.prompt);
+        counts.cost +=
+          (uncached * price.prompt +
+            (usage.prompt - uncached) * price.cachedPrompt +
+            usage.completion * price.completion) /
+          1_000_000;
+      }
+    } else if (outcome === 'completed' && USAGE_PATHS.has(ctx.path)) {
+      metrics.usageMissingOf.get(model, provider).inc();
+    }
+    if (ctx.firstTokenAt !== undefined)
+      metrics.firstTokenOf.get(model, provider).observe((ctx.firstTokenAt - ctx.startedAt) / 1000);
+    if (ctx.upstreamEndedAt !== 0)
+      metrics.upstreamDurationOf
+        .get(model, provider)
+        .observe((ctx.upstreamEndedAt - ctx.upstreamStartedAt) / 1000);
+  }
+  deps.accessLog?.write({
+    requestId: ctx.requestId,
+    method: ctx.req.method ?? '',
+    path: ctx.path,
+    model: ctx.modelLabel,
+    provider,
+    status,
+    outcome,
+    attempts: ctx.attempts,
+    durationMs: round(durationMs),
+    ttftMs: ctx.firstTokenAt === undefined ? null : round(ctx.firstTokenAt - ctx.startedAt),
+    promptTokens: usage?.prompt ?? null,
+    completionTokens: usage?.completion ?? null,
+    reasoningTokens: usage?.reasoning ?? null,
+    cachedPromptTokens: usage?.cachedPrompt ?? null,
+    account: ctx.identity?.account ?? null,
+    key: ctx.identity?.definitionName ?? null,
+    traffic: ctx.traffic,
+    traceId: traceIdOf(ctx.span),
+    client: ctx.clientAddress ?? null,
+  });
+}
+
+/** Milliseconds to a tenth. */
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { UsageChunkFilter } from '../../src/gateway/pipeline/usage-chunk-filter.js';
+import { usageFromText } from '../../src/gateway/pipeline/usage.js';
+import { split } from '../helpers/chunks.js';
+
+const text = (value: unknown, space?: number) => JSON.stringify(value, null, space);
+
+describe('usageFromText: the usage a response reports, without parsing the response', () => {
+  it('reads chat and text completion usage with its details', () => {
+    const body = {
+      id: 'c',
+      choices: [{ message: { content: 'hi' } }],
+      usage: {
+        prompt_tokens: 12,
+        completion_tokens: 30,
+        total_tokens: 42,
+        completion_tokens_details: { reasoning_tokens: 20 },
+        prompt_tokens_details: { cached_tokens: 8 },
+      },
+    };
+    const expected = { prompt: 12, completion: 30, reasoning: 20, cachedPrompt: 8 };
+    expect(usageFromText(text(body))).toEqual(expected);
+    // Python servers write spaces after separators.
+    expect(usageFromText(text(body, 2))).toEqual(expected);
+  });
+
+  it('reads the Responses API usage, nested in its completed event', () => {
+    const event = {
+      type: 'response.completed',
+      response: {
+        status: 'completed',
+        error: null,
+        usage: {
+          input_tokens: 5,
+          output_tokens: 9,
+          output_tokens_details: { reasoning_tokens: 4 },
+          input_tokens_details: { cached_tokens: 2 },
+        },
+        metadata: {},
+      },
+    };
+    expect(usageFromText(`event: response.completed\ndata: ${text(event)}\n\n`)).toEqual({
+      prompt: 5,
+      completion: 9,
+      reasoning: 4,
+      cachedPrompt: 2,
+    });
+  });
+
+  it('takes the last usage that is an object; embeddings count prompt tokens only', () => {
+    const chunks =
+      `data: ${text({ choices: [{ delta: { content: 'a' } }], usage: null })}\n\n` +
+      `data: ${text({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } })}\n\n` +
+      `data: ${text({ choices: [{ delta: {} }], usage: null })}\n\ndata: [DONE]\n\n`;
+    expect(usageFromText(chunks)).toEqual({ prompt: 3, completion: 1, reasoning: 0, cachedPrompt: 0 });
+    expect(usageFromText(text({ data: [], usage: { prompt_tokens: 7, total_tokens: 7 } }))).toEqual({
+      prompt: 7,
+      completion: 0,
+      reasoning: 0,
+      cachedPrompt: 0,
+    });
+  });
+
+  it('finds nothing in content that mentions usage, in null or partial usage, or in nonsense counts', () => {
+    expect(
+      usageFromText(text({ choices: [{ message: { content: '"usage": {"prompt_tokens": 5}' } }] })),
+    ).toBe(undefined);
+    expect(usageFromText(text({ usage: null }))).toBe(undefined);
+    expect(usageFromText('data: {"usage": {"prompt_tokens": 5, "completion_')).toBe(undefined);
+    expect(usageFromText(text({ usage: { prompt_tokens: -1, completion_tokens: 2 } }))).toBe(undefined);
+    expect(usageFromText(text({ usage: { prompt_tokens: 1.5 } }))).toBe(undefined);
+    expect(usageFromText('')).toBe(undefined);
+  });
+});
+
+describe('UsageChunkFilter: the usage-only chunk removed, every other byte kept', () => {
+  const event = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
+  const content = event({ choices: [{ index: 0, delta: { content: 'a' } }], usage: null });
+  const usage = event({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } });
+  const stream = `: keep-alive\n\n${content}${content}${usage}data: [DONE]\n\n`;
+  const expected = `: keep-alive\n\n${content}${content}data: [DONE]\n\n`;
+
+  const filtered = (text: string, cuts: number[]): string => {
+    const filter = new UsageChunkFilter();
+    const out: Buffer[] = [];
+    for (const chunk of split(Buffer.from(text), cuts)) out.push(filter.push(chunk));
+    const rest = filter.end();
+    if (rest !== undefined) out.push(rest);
+    return Buffer.concat(out).toString('utf8');
+  };
+
+  it('for every way of cutting the stream into two or three chunks', () => {
+    expect(filtered(stream, [])).toBe(expected);
+    for (let a = 1; a < stream.length; a++) {
+      expect(filtered(stream, [a])).toBe(expected);
+      for (let b = a + 7; b < stream.length; b += 23) expect(filtered(stream, [a, b])).toBe(expected);
+    }
+  });
+
+  it('keeps CRLF events, usage that is not a usage-only chunk, and an unfinished last event', () => {
+    const crlf = `data: {"choices":[],"usage":{"prompt_tokens":1}}\r\n\r\ndata: [DONE]\r\n\r\n`;
+    expect(filtered(crlf, [10])).toBe('data: [DONE]\r\n\r\n');
+    const final = event({ choices: [{ index: 0, delta: {} }], usage: { prompt_tokens: 1 } });
+    expect(filtered(final + 'data: [DO', [5])).toBe(`${final}data: [DO`);
+  });
+});
