@@ -12,6 +12,9 @@ import { ROOT, spawnService, type LogLine, type Service } from './process.ts';
  */
 export const SHIPPED_NODE_ARGS: readonly string[] = ['--max-semi-space-size=16'];
 
+/** The environment the image ships with besides `NODE_OPTIONS` (Dockerfile): one malloc arena. */
+export const SHIPPED_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' };
+
 export interface ProxyProcessOptions {
   /** Node arguments of the proxy process (default `SHIPPED_NODE_ARGS`), e.g. `--cpu-prof`. */
   nodeArgs?: readonly string[];
@@ -50,6 +53,7 @@ export async function startFloor(
     ['--upstream', `http://127.0.0.1:${upstreamPort}`, ...(options.args ?? [])],
     {
       nodeArgs: [...(options.nodeArgs ?? SHIPPED_NODE_ARGS)],
+      env: { ...SHIPPED_ENV, ...options.env },
       ...(options.onText ? { onText: options.onText } : {}),
     },
   );
@@ -99,7 +103,10 @@ export async function startGateway(
     ],
     {
       nodeArgs: [...(options.nodeArgs ?? SHIPPED_NODE_ARGS)],
-      env: { LOG_LEVEL: 'info', ...options.env },
+      // The access log's own cost (each line formatted and written) is measured, without the
+      // harness parsing thousands of lines a second from the gateway's stdout on the same cores;
+      // a variant's env may override it (`GATEWAY_ACCESS_LOG=off`). Older builds ignore it.
+      env: { LOG_LEVEL: 'info', GATEWAY_ACCESS_LOG: '/dev/null', ...SHIPPED_ENV, ...options.env },
       keep: isReload,
       ...(options.onText ? { onText: options.onText } : {}),
     },

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SHIPPED_NODE_ARGS } from '../../bench/support/services.ts';
+import { SHIPPED_ENV, SHIPPED_NODE_ARGS } from '../../bench/support/services.ts';
 import { ROOT, findObject, render } from './helm.ts';
 
 interface Instruction {
@@ -183,7 +183,7 @@ describe('Dockerfile', () => {
     expect(spec.containers[0]!.command).toBeUndefined(); // the image entrypoint runs the gateway
   });
 
-  it('ships one set of Node.js flags: image NODE_OPTIONS, chart gateway.nodeOptions, make run, benchmark', () => {
+  it('ships one set of Node.js flags and malloc setting: image ENV, chart gateway.nodeOptions, make run, benchmark', () => {
     const env = new Map(
       only(runtime, 'ENV')
         .flatMap((i) => i.args.split(/\s+/))
@@ -212,10 +212,13 @@ describe('Dockerfile', () => {
     expect(nodeOptions(withNodeOptions('--max-semi-space-size=8'))).toBe('--max-semi-space-size=8');
     // Empty: no NODE_OPTIONS from the chart (the image's ENV still applies).
     expect(nodeOptions(withNodeOptions(''))).toBeUndefined();
-    // `make run` defaults to the same flags.
-    expect(readFileSync(join(ROOT, 'scripts/run-quickstart.sh'), 'utf8')).toContain(
-      `NODE_OPTIONS=\${NODE_OPTIONS:-${imageFlags}}`,
-    );
+    // `make run` defaults to the same flags and malloc setting; the benchmark runs with both.
+    const quickstart = readFileSync(join(ROOT, 'scripts/run-quickstart.sh'), 'utf8');
+    expect(quickstart).toContain(`NODE_OPTIONS=\${NODE_OPTIONS:-${imageFlags}}`);
+    for (const [name, value] of Object.entries(SHIPPED_ENV)) {
+      expect(env.get(name), name).toBe(value);
+      expect(quickstart).toContain(`${name}=\${${name}:-${value}}`);
+    }
   });
 
   it('passes hadolint where it is installed', (ctx) => {

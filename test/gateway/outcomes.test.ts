@@ -177,8 +177,11 @@ describe('request outcomes', () => {
     ).toBe(1);
   });
 
-  it('the access log says the same for every request above', () => {
-    const access = gateway.program.logs.filter((line) => line.log === 'access');
+  it('the access log says the same for every request above', async () => {
+    const accessLines = () => gateway.program.logs.filter((line) => line.log === 'access');
+    // Lines are written in batches (at most 200 ms apart).
+    await until(async () => accessLines().some((line) => line.model === 'keyed' && line.status === 200));
+    const access = accessLines();
     const outcomeOf = (model: string) =>
       access.filter((line) => line.model === model).map((line) => line.outcome);
     expect(outcomeOf('noDone')).toEqual(['upstream_cut']);

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { accessLine, type AccessLogEntry } from '../../src/gateway/telemetry/access-log.js';
+
+const entry: AccessLogEntry = {
+  requestId: 'id-1',
+  method: 'POST',
+  path: '/v1/chat/completions',
+  model: 'chat',
+  provider: 'openai',
+  status: 200,
+  outcome: 'completed',
+  attempts: 1,
+  durationMs: 12.5,
+  ttftMs: null,
+  promptTokens: 3,
+  completionTokens: null,
+  reasoningTokens: null,
+  cachedPromptTokens: null,
+  account: null,
+  key: 'alice',
+  traffic: 'realtime',
+  traceId: null,
+  client: '::1',
+};
+
+describe('access log lines', () => {
+  it('are one JSON object per line with every field, in order', () => {
+    const line = accessLine(entry);
+    expect(line.endsWith('}\n')).toBe(true);
+    expect(line.indexOf('\n')).toBe(line.length - 1);
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    expect(parsed).toEqual({ log: 'access', time: parsed.time, ...entry, msg: 'request finished' });
+    expect(Number.isNaN(Date.parse(parsed.time as string))).toBe(false);
+  });
+
+  it('escape what a client controls: quotes, backslashes, control and non-ASCII characters', () => {
+    const hostile = { ...entry, requestId: 'a"b\\c', path: '/v1/x\n{"log":"forged"}', model: 'mödel\u0000' };
+    const line = accessLine(hostile);
+    expect(line.split('\n')).toHaveLength(2);
+    expect(JSON.parse(line)).toMatchObject({
+      requestId: 'a"b\\c',
+      path: '/v1/x\n{"log":"forged"}',
+      model: 'mödel\u0000',
+    });
+  });
+});
