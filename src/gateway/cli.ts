@@ -4,6 +4,7 @@ import { closestMatch } from './config/suggest.js';
 import { ConfigLoadError, createGateway } from './gateway.js';
 import { ListenError } from './http/listen.js';
 import { gatewayOptionDefinitions, sharedStateUrlProblem, type GatewayOptions } from './options.js';
+import { accessLogTargetProblem } from './telemetry/access-log.js';
 import { createLogger } from './telemetry/logger.js';
 import { startTracing } from './telemetry/tracing.js';
 import { packageVersion } from '../lib/version.js';
@@ -100,6 +101,10 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
         'gateway.sharedStateLease',
         `error: --shared-state-lease-secs (${opts.sharedStateLeaseSecs}) must be at least three times --shared-state-timeout-ms (${opts.sharedStateTimeoutMs} ms): a lease is renewed when a third of it has passed, and the renewal must land before it runs out`,
       );
+    }
+    const accessLogProblem = accessLogTargetProblem(opts.accessLog!);
+    if (accessLogProblem !== undefined) {
+      throw new CommanderError(EXIT_USAGE, 'gateway.accessLog', `error: ${accessLogProblem}`);
     }
     await serve(opts as GatewayOptions);
   });

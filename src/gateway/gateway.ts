@@ -168,7 +168,12 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   // The configured admin port until the listener is bound (`--metrics-port 0` picks one then).
   let adminPort = options.metricsPort;
   const proxyConnections = new ConnectionTracker();
-  const accessLog = createAccessLog(options.accessLog);
+  const accessLog = createAccessLog(options.accessLog, (lines) =>
+    logger.warn(
+      { lines, target: options.accessLog },
+      'access log lines dropped: the destination is not keeping up',
+    ),
+  );
   const handler = createProxyHandler({
     accessLog,
     adminPort: () => adminPort,
@@ -238,7 +243,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
               () => upstream.close(),
               async () => await sharedLimits?.close(),
               async () => void (await shutdownTracing()),
-              async () => accessLog?.flush(),
+              async () => await accessLog?.flush(),
             ],
           },
           reason,

@@ -160,8 +160,11 @@ export function inResponseMode(error: GatewayError, strictMode: boolean): Gatewa
   };
 }
 
-/** Writes a gateway error as the standard error object with an exact Content-Length. */
-export function writeGatewayError(res: ServerResponse, error: GatewayError): void {
+/**
+ * Writes a gateway error as the standard error object with an exact Content-Length, carrying the
+ * request's id when it has one.
+ */
+export function writeGatewayError(res: ServerResponse, error: GatewayError, requestId?: string): void {
   if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
@@ -172,6 +175,7 @@ export function writeGatewayError(res: ServerResponse, error: GatewayError): voi
     'content-length': Buffer.byteLength(body),
   };
   if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
+  if (requestId !== undefined) headers['x-request-id'] = requestId;
   res.writeHead(error.status, headers);
   res.end(body);
 }

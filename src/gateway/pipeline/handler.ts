@@ -127,7 +127,11 @@ function failUnexpectedly(
   ctx?.endedAs('internal_error');
   if (!res.headersSent) {
     // The serving table's mode: a bug may strike before the request has a context of its own.
-    writeGatewayError(res, inResponseMode(gatewayErrors.internal(), deps.runtime().strictMode));
+    writeGatewayError(
+      res,
+      inResponseMode(gatewayErrors.internal(), deps.runtime().strictMode),
+      ctx?.requestId,
+    );
   } else {
     res.destroy();
   }
@@ -145,7 +149,6 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
   const ctx = new RequestContext(req, res, table, traffic, path);
   const incomingId = req.headers['x-request-id'];
   ctx.requestId = typeof incomingId === 'string' && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
-  res.setHeader('x-request-id', ctx.requestId);
   if (deps.accessLog !== undefined) ctx.clientAddress = req.socket.remoteAddress;
   // The response's only 'close' listener (the connection tracker hears of it from `finish`).
   // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
@@ -235,7 +238,7 @@ function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): voi
   if (ctx.isClosed) return;
   const error = inResponseMode(made, ctx.table.strictMode);
   ctx.endedAs(error.outcome);
-  writeGatewayError(ctx.res, error);
+  writeGatewayError(ctx.res, error, ctx.requestId);
   if (error.outcome !== 'rejected') return;
   deps.metrics.rejections.inc({
     model: ctx.modelLabel,

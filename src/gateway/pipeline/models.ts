@@ -28,6 +28,10 @@ function render(aliases: readonly string[], created: number): Buffer {
 export function listModels(ctx: RequestContext): void {
   const aliases = ctx.table.keys.visibleAliases(ctx.req.headers.authorization);
   const body = render(aliases, ctx.table.createdAt);
-  ctx.res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+  ctx.res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': body.length,
+    'x-request-id': ctx.requestId,
+  });
   ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body);
 }

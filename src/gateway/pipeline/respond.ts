@@ -258,7 +258,10 @@ async function respondStream(
     logOverflow(ctx, attempt, deps.logger, { limit: deps.sseBufferLimit });
     ctx.endedAs('upstream_cut');
     response.discard();
-    ctx.res.writeHead(response.statusCode, { 'content-type': 'text/event-stream' });
+    ctx.res.writeHead(response.statusCode, {
+      'content-type': 'text/event-stream',
+      'x-request-id': ctx.requestId,
+    });
     cutResponse(ctx.res);
     return;
   }

@@ -35,15 +35,8 @@ function headersFor(
   // The client gets the gateway's request id; the provider's own (which its support asks for) stays
   // readable under another name.
   const upstreamId = headers['x-request-id'];
-  if (upstreamId !== undefined && upstreamId !== ctx.requestId) {
-    headers['x-upstream-request-id'] = upstreamId;
-    headers['x-request-id'] = ctx.requestId;
-  }
-  if (transformed) {
-    delete headers['content-length'];
-    delete headers['content-encoding'];
-    delete headers.etag;
-  }
+  if (upstreamId !== undefined && upstreamId !== ctx.requestId) headers['x-upstream-request-id'] = upstreamId;
+  headers['x-request-id'] = ctx.requestId;
   for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
   return headers;
 }
@@ -254,7 +247,8 @@ export function answerJson(
   upstream: UpstreamHeaders | undefined,
   body: string | Buffer,
 ): void {
-  const headers = upstream === undefined ? {} : headersFor(ctx, attempt, upstream, true);
+  const headers: OutgoingHttpHeaders =
+    upstream === undefined ? { 'x-request-id': ctx.requestId } : headersFor(ctx, attempt, upstream, true);
   headers['content-type'] = 'application/json';
   headers['content-length'] = Buffer.byteLength(body);
   if (upstream === undefined)

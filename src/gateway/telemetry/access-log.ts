@@ -1,4 +1,4 @@
-import { pino } from 'pino';
+import { closeSync, openSync, write } from 'node:fs';
 
 /** Where the access log goes: `stdout`, `stderr`, a file path (appended to), or `off`. */
 export type AccessLogTarget = string;
@@ -40,53 +40,141 @@ export interface AccessLogEntry {
 
 export interface AccessLog {
   write(entry: AccessLogEntry): void;
-  /** Writes out what is buffered (at shutdown). */
-  flush(): void;
+  /** Writes out what is buffered and waits (at most 2 s) for it to be written (at shutdown). */
+  flush(): Promise<void>;
 }
 
-/** Lines are written in batches of about this many characters... */
-const BATCH_CHARS = 16_384;
-/** ...or after this long, so a quiet gateway's lines still appear promptly. */
+/** Lines are encoded into batches of this many bytes... */
+const BATCH_BYTES = 32 * 1024;
+/** ...written at once when full, or after this long, so a quiet gateway's lines appear promptly. */
 const FLUSH_MS = 200;
+/** Batches waiting for a slow destination beyond this are dropped (counted), never held without bound. */
+const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
+/** A full pipe (EAGAIN) is tried again after this long. */
+const RETRY_MS = 10;
+/** Dropped lines are reported at most this often (summed). */
+const DROP_REPORT_MS = 10_000;
+/** The longest shutdown waits for the last batches. */
+const FLUSH_WAIT_MS = 2_000;
+
+interface Pending {
+  bytes: Buffer;
+  readonly size: number;
+  readonly lines: number;
+}
 
 /**
- * The access log: one JSON line per finished request. Lines are built by hand (a fixed shape: no
- * logger pass over the object) and written in batches on an asynchronous SonicBoom destination, so
- * a request costs one string append and never waits for the disk or the pipe; a timer writes out a
- * batch that stays small, and shutdown flushes the rest. Undefined when `off`.
+ * The access log: one JSON line per finished request. A line is built by hand (a fixed shape: no
+ * logger pass over an object), encoded into a batch buffer, and batches are written with one
+ * asynchronous write each, one at a time in order: a request costs the line and a copy, never a
+ * wait for the disk or the pipe. A destination that cannot keep up loses whole batches beyond
+ * 8 MiB queued (`onDropped` is told how many lines, at most every 10 s), rather than the process
+ * growing. A timer writes
+ * a batch that stays small; shutdown writes out the rest synchronously. Undefined when `off`.
  */
-export function createAccessLog(target: AccessLogTarget): AccessLog | undefined {
+export function createAccessLog(
+  target: AccessLogTarget,
+  onDropped: (lines: number) => void = () => {},
+): AccessLog | undefined {
   if (target === 'off') return undefined;
-  const dest = target === 'stdout' ? 1 : target === 'stderr' ? 2 : target;
-  const destination = pino.destination({ dest, sync: false, mkdir: typeof dest === 'string' });
-  let batch = '';
+  const fd = target === 'stdout' ? 1 : target === 'stderr' ? 2 : openAppend(target);
+  let batch = Buffer.allocUnsafe(BATCH_BYTES);
+  let used = 0;
+  let lines = 0;
+  const queue: Pending[] = [];
+  let queuedBytes = 0;
+  let writing = false;
   let timer: NodeJS.Timeout | undefined;
+  let dropped = 0;
+  let droppedReportedAt = 0;
+  const drop = (count: number): void => {
+    dropped += count;
+    const now = Date.now();
+    if (now - droppedReportedAt < DROP_REPORT_MS) return;
+    droppedReportedAt = now;
+    onDropped(dropped);
+    dropped = 0;
+  };
+  const enqueue = (bytes: Buffer, count: number): void => {
+    if (queuedBytes + bytes.length > MAX_QUEUED_BYTES) {
+      drop(count);
+      return;
+    }
+    queue.push({ bytes, size: bytes.length, lines: count });
+    queuedBytes += bytes.length;
+    if (!writing) pump();
+  };
+
+  const pump = (): void => {
+    const next = queue[0];
+    if (next === undefined) {
+      writing = false;
+      return;
+    }
+    writing = true;
+    write(fd, next.bytes, 0, next.bytes.length, null, (error, written) => {
+      if (error !== null) {
+        // A full non-blocking pipe: try again shortly. Any other error loses this batch.
+        if (error.code === 'EAGAIN') {
+          setTimeout(pump, RETRY_MS).unref();
+          return;
+        }
+        drop(next.lines);
+      } else if (written < next.bytes.length) {
+        next.bytes = next.bytes.subarray(written);
+        pump();
+        return;
+      }
+      queue.shift();
+      queuedBytes -= next.size;
+      pump();
+    });
+  };
   const writeBatch = (): void => {
+    clearTimeout(timer);
     timer = undefined;
-    if (batch.length === 0) return;
-    destination.write(batch);
-    batch = '';
+    if (used === 0) return;
+    enqueue(batch.subarray(0, used), lines);
+    batch = Buffer.allocUnsafe(BATCH_BYTES);
+    used = 0;
+    lines = 0;
   };
   return {
     write(entry) {
-      batch += accessLine(entry);
-      if (batch.length >= BATCH_CHARS) {
-        clearTimeout(timer);
-        writeBatch();
-      } else {
-        timer ??= setTimeout(writeBatch, FLUSH_MS).unref();
+      const line = accessLine(entry);
+      // A UTF-16 unit takes at most 3 bytes in UTF-8; a line longer than a batch (a huge path) is
+      // cut by the buffer's end, so the batch is written first and the line gets a batch of its own.
+      if (used + line.length * 3 > BATCH_BYTES) writeBatch();
+      if (line.length * 3 > BATCH_BYTES) {
+        enqueue(Buffer.from(line), 1);
+        return;
       }
+      used += batch.write(line, used);
+      lines++;
+      timer ??= setTimeout(writeBatch, FLUSH_MS).unref();
     },
-    flush() {
-      clearTimeout(timer);
+    async flush() {
       writeBatch();
-      try {
-        destination.flushSync();
-      } catch {
-        // Not open yet (a file still opening): what was written is queued in the destination.
-      }
+      const deadline = Date.now() + FLUSH_WAIT_MS;
+      while (writing && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     },
   };
+}
+
+function openAppend(path: string): number {
+  return openSync(path, 'a');
+}
+
+/** Why the access log cannot go to `target` (a file that cannot be opened for appending), if so. */
+export function accessLogTargetProblem(target: AccessLogTarget): string | undefined {
+  if (target === 'off' || target === 'stdout' || target === 'stderr') return undefined;
+  try {
+    closeSync(openAppend(target));
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    return `--access-log: cannot open ${target} for appending (${code}); give a writable path, stdout, stderr or off.`;
+  }
 }
 
 /** Text that JSON needs no escapes for (printable ASCII without `"` and `\`): quoted as it is. */
