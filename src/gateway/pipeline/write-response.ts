@@ -37,6 +37,11 @@ function headersFor(
   const upstreamId = headers['x-request-id'];
   if (upstreamId !== undefined && upstreamId !== ctx.requestId) headers['x-upstream-request-id'] = upstreamId;
   headers['x-request-id'] = ctx.requestId;
+  if (transformed) {
+    delete headers['content-length'];
+    delete headers['content-encoding'];
+    delete headers.etag;
+  }
   for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
   return headers;
 }
