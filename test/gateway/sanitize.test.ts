@@ -143,12 +143,14 @@ const INTERNAL = { error: { message: 'Internal server error', type: 'api_error',
 // --- success bodies ------------------------------------------------------------------------------
 
 describe('sanitize_response on chat completions (spec 4.6)', () => {
-  it('non-streaming: provider fields removed, model rewritten, exact Content-Length', async () => {
-    up.respondWith(jsonReply(200, engineCompletion('vendor/model-70b')));
+  it('non-streaming: provider fields removed, model rewritten, exact Content-Length, no stale ETag', async () => {
+    up.respondWith(jsonReply(200, engineCompletion('vendor/model-70b'), { etag: '"upstream-v1"' }));
     const reply = await call(gateway, '/v1/chat/completions', chat('san'));
     expect(reply.status).toBe(200);
     expect(reply.headers.get('content-type')).toBe('application/json');
     expect(reply.headers.get('content-length')).toBe(String(Buffer.byteLength(reply.text)));
+    // The body is not the provider's: its validator would name the wrong representation.
+    expect(reply.headers.get('etag')).toBeNull();
     expect(JSON.parse(reply.text)).toEqual(completion('san'));
     for (const leaked of [
       'PRIVATE-THOUGHTS',
