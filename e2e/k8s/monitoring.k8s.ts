@@ -239,7 +239,13 @@ describe('monitoring objects on a real API server', () => {
     expect(monitor.spec.endpoints[0]?.port).toBe('admin');
     expect(rule.spec.groups.length).toBeGreaterThan(0);
 
-    const targets = await selectedTargets(monitor, 0);
+    // `helm --wait` returns once the pods are ready; the EndpointSlice controller marks their
+    // endpoints ready a moment later.
+    let targets = await selectedTargets(monitor, 0);
+    for (let waited = 0; targets.length < 2 && waited < 30_000; waited += 500) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      targets = await selectedTargets(monitor, 0);
+    }
     expect(targets.map((t) => t.labels.service)).toEqual([`${FULLNAME}-admin`, `${FULLNAME}-admin`]);
     const config = toYaml({
       global: { scrape_interval: '5s', evaluation_interval: '5s' },
