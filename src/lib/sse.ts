@@ -335,6 +335,19 @@ export function classifyData(data: string): 'done' | 'empty' | 'frame' {
   return trimmed === '[DONE]' ? 'done' : 'frame';
 }
 
+/**
+ * The values of the `data:` lines in `text` (whole lines only: CRLF or LF ends), each without the
+ * one space the field may start with: how an event's data is read when the bytes are at hand
+ * rather than parsed as they flow (a passed-through stream inspected after the fact).
+ */
+export function dataLinesOf(text: string): string[] {
+  const values: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    if (line.startsWith('data:')) values.push(line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5));
+  }
+  return values;
+}
+
 /** The stream terminator of chat-completion streams. */
 export const DONE_EVENT = 'data: [DONE]\n\n';
 export const DONE_EVENT_BYTES: Buffer = Buffer.from(DONE_EVENT);

@@ -231,7 +231,8 @@ describe('access log', () => {
   it('one line per finished request with its fields, never the key; the request id is returned and sent upstream', async () => {
     const got = await post('/v1/responses', { model: 'stub', input: 'hi' });
     const id = got.headers.get('x-request-id')!;
-    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    // A made id has a version-4 UUID's shape.
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(stub.requests.at(-1)!.headers['x-request-id']).toBe(id);
     await until(async () => accessLines().some((line) => line.requestId === id));
     const line = accessLines().find((l) => l.requestId === id)!;
@@ -274,6 +275,7 @@ describe('access log', () => {
     const rejectedId = rejected.headers.get('x-request-id')!;
     const streamed = await post('/v1/chat/completions', { ...chat('tiny'), stream: true });
     const streamedId = streamed.headers.get('x-request-id')!;
+    expect(streamedId).not.toBe(rejectedId);
     await until(
       async () =>
         accessLines().filter((l) => l.requestId === rejectedId || l.requestId === streamedId).length === 2,

@@ -6,6 +6,7 @@ import {
   DONE_EVENT,
   DONE_EVENT_BYTES,
   SseParser,
+  dataLinesOf,
   formatComment,
   formatDataEvent,
   formatEvent,
@@ -292,6 +293,14 @@ describe('SseParser: unfinished-event cap', () => {
   it('rejects a negative or fractional limit as a programming error', () => {
     expect(() => new SseParser({ onEvent: () => {} }, { maxPendingBytes: -1 })).toThrow(RangeError);
     expect(() => new SseParser({ onEvent: () => {} }, { maxPendingBytes: 1.5 })).toThrow(RangeError);
+  });
+});
+
+describe('dataLinesOf', () => {
+  it('reads the data lines of whole text, one leading space dropped, other fields and comments skipped', () => {
+    const text = 'event: x\r\ndata: {"a":1}\n: comment\ndata:{"b":2}\ndata:  two spaces\nid: 7\n\n';
+    expect(dataLinesOf(text)).toEqual(['{"a":1}', '{"b":2}', ' two spaces']);
+    expect(dataLinesOf('')).toEqual([]);
   });
 });
 

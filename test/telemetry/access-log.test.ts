@@ -1,5 +1,9 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { accessLine, type AccessLogEntry } from '../../src/gateway/telemetry/access-log.js';
+import { accessLine, createAccessLog, type AccessLogEntry } from '../../src/gateway/telemetry/access-log.js';
 
 const entry: AccessLogEntry = {
   requestId: 'id-1',
@@ -42,5 +46,27 @@ describe('access log lines', () => {
       path: '/v1/x\n{"log":"forged"}',
       model: 'mödel\u0000',
     });
+  });
+});
+
+describe('access log batches', () => {
+  it('write every line once, whole and in order, across many batches written while others wait', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'access-log-batches-'));
+    try {
+      const path = join(dir, 'access.log');
+      const log = createAccessLog(path)!;
+      // About 1.5 MB: batches queue behind the one being written, and written ones are reused.
+      const total = 4_000;
+      for (let i = 0; i < total; i++) {
+        log.write({ ...entry, requestId: `req-${i}`, path: `/v1/chat/completions?pad=${'x'.repeat(i % 200)}` });
+        if (i % 500 === 499) await sleep(1);
+      }
+      await log.flush();
+      const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+      expect(lines).toHaveLength(total);
+      lines.forEach((line, i) => expect((JSON.parse(line) as AccessLogEntry).requestId).toBe(`req-${i}`));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

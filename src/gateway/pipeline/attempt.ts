@@ -7,6 +7,7 @@ import type { HeadListener, UpstreamExchange } from '../http/upstream-exchange.j
 import type { GrantSet } from '../limits/grant-set.js';
 import type { Grant } from '../limits/types.js';
 import type { AbandonListener, RequestContext } from './context.js';
+import { ServedRecord } from './served-record.js';
 import type { ResponseMode } from './response-mode.js';
 import type { Span } from '@opentelemetry/api';
 import type { Logger } from '../telemetry/logger.js';
@@ -205,10 +206,7 @@ export class Attempt implements Grant, AbandonListener {
     this.#settle('committed');
     this.#cancelDeadline();
     this.#count('committed');
-    const ctx = this.#ctx;
-    ctx.servedBy = this.provider.name;
-    ctx.pricing = this.provider.pricing;
-    ctx.upstreamStartedAt = this.startedAt;
+    this.#ctx.served = new ServedRecord(this.provider.name, this.provider.pricing, this.startedAt);
   }
 
   /**

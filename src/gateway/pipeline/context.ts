@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AliasRoute, RuntimeTable, TokenPrices } from '../runtime/table.js';
+import type { AliasRoute, RuntimeTable } from '../runtime/table.js';
 import type { KeyIdentity } from '../auth/keys.js';
 import type { Grant } from '../limits/types.js';
 import type { StrictEndpoint } from '../strict/index.js';
@@ -7,7 +7,7 @@ import type { ReasoningPlan } from '../reasoning/index.js';
 import type { Span } from '@opentelemetry/api';
 import { NOOP_SPAN } from '../telemetry/tracing.js';
 import type { RequestOutcome } from './outcome.js';
-import type { TokenUsage } from './usage.js';
+import type { ServedRecord } from './served-record.js';
 
 export type Traffic = 'realtime' | 'dispatched';
 
@@ -63,17 +63,8 @@ export class RequestContext {
   requestId = '';
   /** Upstream attempts sent so far. */
   attempts = 0;
-  /** The provider whose response was committed (empty until one is). */
-  servedBy = '';
-  /** When the committed attempt started, and when its body ended or failed (`performance.now()`). */
-  upstreamStartedAt = 0;
-  upstreamEndedAt = 0;
-  /** When the first data frame of a streamed response arrived, if one did. */
-  firstTokenAt: number | undefined;
-  /** The serving provider's token prices, if it has any. */
-  pricing: TokenPrices | undefined;
-  /** The token usage the provider reported, if it did. */
-  usage: TokenUsage | undefined;
+  /** What the committed attempt served (undefined until one commits). */
+  served: ServedRecord | undefined;
   /**
    * The gateway added `stream_options.include_usage` upstream (`usage.request_in_streams`): the
    * usage-only chunk is removed from the client's stream.

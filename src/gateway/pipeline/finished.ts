@@ -30,10 +30,12 @@ export function recordFinished(
   deps: FinishedDeps,
 ): void {
   const metrics = deps.metrics;
-  const provider = ctx.servedBy;
-  const usage = ctx.usage;
-  if (provider !== '') {
+  const served = ctx.served;
+  const usage = served?.usage;
+  const firstTokenAt = served?.firstTokenAt;
+  if (served !== undefined) {
     const model = ctx.modelLabel;
+    const provider = served.provider;
     if (usage !== undefined) {
       const identity = ctx.identity;
       const counts = metrics.usageOf.get(
@@ -46,7 +48,7 @@ export function recordFinished(
       counts.completion += usage.completion;
       counts.reasoning += usage.reasoning;
       counts.cachedPrompt += usage.cachedPrompt;
-      const price = ctx.pricing;
+      const price = served.pricing;
       if (price !== undefined) {
         const uncached = usage.prompt - Math.min(usage.cachedPrompt, usage.prompt);
         counts.cost +=
@@ -58,24 +60,22 @@ export function recordFinished(
     } else if (outcome === 'completed' && USAGE_PATHS.has(ctx.path)) {
       metrics.usageMissingOf.get(model, provider).inc();
     }
-    if (ctx.firstTokenAt !== undefined)
-      metrics.firstTokenOf.get(model, provider).observe((ctx.firstTokenAt - ctx.startedAt) / 1000);
-    if (ctx.upstreamEndedAt !== 0)
-      metrics.upstreamDurationOf
-        .get(model, provider)
-        .observe((ctx.upstreamEndedAt - ctx.upstreamStartedAt) / 1000);
+    if (firstTokenAt !== undefined)
+      metrics.firstTokenOf.get(model, provider).observe((firstTokenAt - ctx.startedAt) / 1000);
+    if (served.endedAt !== 0)
+      metrics.upstreamDurationOf.get(model, provider).observe((served.endedAt - served.startedAt) / 1000);
   }
   deps.accessLog?.write({
     requestId: ctx.requestId,
     method: ctx.req.method ?? '',
     path: ctx.path,
     model: ctx.modelLabel,
-    provider,
+    provider: served?.provider ?? '',
     status,
     outcome,
     attempts: ctx.attempts,
     durationMs: round(durationMs),
-    ttftMs: ctx.firstTokenAt === undefined ? null : round(ctx.firstTokenAt - ctx.startedAt),
+    ttftMs: firstTokenAt === undefined ? null : round(firstTokenAt - ctx.startedAt),
     promptTokens: usage?.prompt ?? null,
     completionTokens: usage?.completion ?? null,
     reasoningTokens: usage?.reasoning ?? null,

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RuntimeTable } from '../runtime/table.js';
 import type { ConnectionTracker } from '../lifecycle/connection-tracker.js';
 import type { RequestHandler } from '../http/proxy-server.js';
+import { requestIdFor } from '../http/request-id.js';
 import type { UpstreamClient } from '../http/upstream.js';
 import type { GatewayOptions } from '../options.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -71,9 +71,6 @@ const KNOWN_ROUTES: ReadonlySet<string> = new Set([
   '/v1/models',
 ]);
 const OTHER_ROUTE = '/*';
-
-/** A client's request id is kept when it is 1 to 128 visible ASCII characters; else one is made. */
-const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 /** Status recorded for a request whose client went away before any response started. */
 const CLIENT_CLOSED = 499;
@@ -147,8 +144,7 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
   const traffic: Traffic =
     req.headers[deps.options.dispatchedHeader] === undefined ? 'realtime' : 'dispatched';
   const ctx = new RequestContext(req, res, table, traffic, path);
-  const incomingId = req.headers['x-request-id'];
-  ctx.requestId = typeof incomingId === 'string' && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+  ctx.requestId = requestIdFor(req.headers['x-request-id']);
   if (deps.accessLog !== undefined) ctx.clientAddress = req.socket.remoteAddress;
   // The response's only 'close' listener (the connection tracker hears of it from `finish`).
   // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
@@ -277,7 +273,9 @@ function finish(ctx: RequestContext, deps: HandlerDeps): void {
     // provider), duration (model, traffic).
     const status = res.headersSent ? res.statusCode : CLIENT_CLOSED;
     const durationMs = performance.now() - ctx.startedAt;
-    metrics.requestsOf.get(ctx.modelLabel, statusLabel(status), ctx.traffic, outcome, ctx.servedBy).inc();
+    metrics.requestsOf
+      .get(ctx.modelLabel, statusLabel(status), ctx.traffic, outcome, ctx.served?.provider ?? '')
+      .inc();
     metrics.durationOf.get(ctx.modelLabel, ctx.traffic).observe(durationMs / 1000);
     recordFinished(ctx, outcome, status, durationMs, deps);
   } finally {

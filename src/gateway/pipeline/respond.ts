@@ -270,6 +270,5 @@ async function respondStream(
 
 /** A body read whole and committed: its end, and the usage it reported. */
 function bodyServed(ctx: RequestContext, bytes: Buffer): void {
-  ctx.upstreamEndedAt = performance.now();
-  ctx.usage = usageFromBytes(bytes);
+  ctx.served?.bodyDone(undefined, usageFromBytes(bytes));
 }

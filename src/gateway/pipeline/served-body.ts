@@ -1,3 +1,4 @@
+import { dataLinesOf } from '../../lib/sse.js';
 import { embeddedError } from '../strict/index.js';
 import { parseJsonSafe } from './leading-frames.js';
 import { usageFromBytes, usageFromText, type TokenUsage } from './usage.js';
@@ -83,11 +84,7 @@ const DONE_AT_END = /(?:^|\n)data: ?\[DONE\]\s*$/;
 
 /** Whether any complete `data:` line in `text` is an error event. */
 function hasErrorEvent(text: string): boolean {
-  for (const line of text.split(/\r?\n/)) {
-    if (!line.startsWith('data:')) continue;
-    if (isErrorEvent(parseJsonSafe(line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5)))) return true;
-  }
-  return false;
+  return dataLinesOf(text).some((data) => isErrorEvent(parseJsonSafe(data)));
 }
 
 /**

@@ -1,3 +1,4 @@
+import { dataLinesOf } from '../../lib/sse.js';
 import { isUsageOnlyChunk } from '../strict/index.js';
 import { parseJsonSafe } from './leading-frames.js';
 
@@ -55,11 +56,7 @@ function withoutUsageChunks(events: Buffer): Buffer {
   return kept.length === 1 ? kept[0]! : Buffer.concat(kept);
 }
 
-/** The `data:` lines of one event, joined. */
+/** The data of one event: its `data:` lines, joined. */
 function dataOf(event: Buffer): string {
-  const lines: string[] = [];
-  for (const line of event.toString('utf8').split(/\r?\n/)) {
-    if (line.startsWith('data:')) lines.push(line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5));
-  }
-  return lines.join('\n');
+  return dataLinesOf(event.toString('utf8')).join('\n');
 }

@@ -171,19 +171,20 @@ class ForwardToClient extends ClientBodyWriter {
     const ctx = this.ctx;
     const rest = this.#filter?.end();
     if (rest !== undefined) ctx.res.write(rest);
-    ctx.upstreamEndedAt = performance.now();
     if (served instanceof ServedStream) {
       streamServed(ctx, served);
-    } else if (served !== undefined) {
-      if (served.isError()) ctx.endedAs('upstream_error');
-      else ctx.usage = served.usage();
+    } else if (served?.isError() === true) {
+      ctx.endedAs('upstream_error');
+      ctx.served?.bodyDone(undefined, undefined);
+    } else {
+      ctx.served?.bodyDone(undefined, served?.usage());
     }
     ctx.res.end();
   }
 
   bodyFailed(error: Error): void {
-    this.ctx.upstreamEndedAt = performance.now();
-    if (this.#served instanceof ServedStream) this.ctx.firstTokenAt = this.#served.firstDataAt;
+    const served = this.#served;
+    this.ctx.served?.bodyDone(served instanceof ServedStream ? served.firstDataAt : undefined, undefined);
     // A client that left aborted the request: there is nobody to tell.
     if (this.ctx.isClosed) return;
     this.ctx.endedAs('upstream_cut');
@@ -197,11 +198,10 @@ class ForwardToClient extends ClientBodyWriter {
  * error event, or no `[DONE]` where the endpoint's streams end with one).
  */
 function streamServed(ctx: RequestContext, served: ServedStream): void {
-  ctx.firstTokenAt = served.firstDataAt;
   const end = served.streamEnd();
   if (end === 'error') ctx.endedAs('upstream_error');
   else if (end === 'other' && streamEndsWithDone(ctx.path)) ctx.endedAs('upstream_cut');
-  ctx.usage = served.usage();
+  ctx.served?.bodyDone(served.firstDataAt, served.usage());
 }
 
 function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
@@ -442,9 +442,7 @@ class TransformPump extends ClientBodyWriter {
     if (this.#finished) return;
     this.#finished = true;
     const ctx = this.ctx;
-    ctx.upstreamEndedAt = performance.now();
-    ctx.firstTokenAt = this.#served.firstDataAt;
-    ctx.usage = this.#served.usage();
+    ctx.served?.bodyDone(this.#served.firstDataAt, this.#served.usage());
     if (how === 'end') {
       // The stream is complete for the client; the rest of the body only returns the connection.
       this.response.drain();
