@@ -37,6 +37,15 @@ describe('access log lines', () => {
     expect(Number.isNaN(Date.parse(parsed.time as string))).toBe(false);
   });
 
+  it('write times in milliseconds to a tenth', () => {
+    const times = (durationMs: number, ttftMs: number | null) =>
+      JSON.parse(accessLine({ ...entry, durationMs, ttftMs })) as { durationMs: number; ttftMs: number | null };
+    expect(times(812.44, 143.16)).toMatchObject({ durationMs: 812.4, ttftMs: 143.2 });
+    expect(times(3.96, 0.04)).toMatchObject({ durationMs: 4, ttftMs: 0 });
+    expect(times(7, null)).toMatchObject({ durationMs: 7, ttftMs: null });
+    expect(times(120_000.05, 0.25)).toMatchObject({ durationMs: 120_000.1, ttftMs: 0.3 });
+  });
+
   it('escape what a client controls: quotes, backslashes, control and non-ASCII characters', () => {
     const hostile = { ...entry, requestId: 'a"b\\c', path: '/v1/x\n{"log":"forged"}', model: 'mödel\u0000' };
     const line = accessLine(hostile);

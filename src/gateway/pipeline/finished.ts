@@ -74,8 +74,8 @@ export function recordFinished(
     status,
     outcome,
     attempts: ctx.attempts,
-    durationMs: round(durationMs),
-    ttftMs: firstTokenAt === undefined ? null : round(firstTokenAt - ctx.startedAt),
+    durationMs,
+    ttftMs: firstTokenAt === undefined ? null : firstTokenAt - ctx.startedAt,
     promptTokens: usage?.prompt ?? null,
     completionTokens: usage?.completion ?? null,
     reasoningTokens: usage?.reasoning ?? null,
@@ -86,9 +86,4 @@ export function recordFinished(
     traceId: traceIdOf(ctx.span),
     client: ctx.clientAddress ?? null,
   });
-}
-
-/** Milliseconds to a tenth. */
-function round(ms: number): number {
-  return Math.round(ms * 10) / 10;
 }
