@@ -39,7 +39,10 @@ describe('access log lines', () => {
 
   it('write times in milliseconds to a tenth', () => {
     const times = (durationMs: number, ttftMs: number | null) =>
-      JSON.parse(accessLine({ ...entry, durationMs, ttftMs })) as { durationMs: number; ttftMs: number | null };
+      JSON.parse(accessLine({ ...entry, durationMs, ttftMs })) as {
+        durationMs: number;
+        ttftMs: number | null;
+      };
     expect(times(812.44, 143.16)).toMatchObject({ durationMs: 812.4, ttftMs: 143.2 });
     expect(times(3.96, 0.04)).toMatchObject({ durationMs: 4, ttftMs: 0 });
     expect(times(7, null)).toMatchObject({ durationMs: 7, ttftMs: null });
@@ -67,7 +70,11 @@ describe('access log batches', () => {
       // About 1.5 MB: batches queue behind the one being written, and written ones are reused.
       const total = 4_000;
       for (let i = 0; i < total; i++) {
-        log.write({ ...entry, requestId: `req-${i}`, path: `/v1/chat/completions?pad=${'x'.repeat(i % 200)}` });
+        log.write({
+          ...entry,
+          requestId: `req-${i}`,
+          path: `/v1/chat/completions?pad=${'x'.repeat(i % 200)}`,
+        });
         if (i % 500 === 499) await sleep(1);
       }
       await log.flush();
