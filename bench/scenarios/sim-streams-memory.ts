@@ -7,11 +7,13 @@
  *        [--tokens 80] [--decode-ms 50] [--json FILE]
  *        --variant 'name=base' --variant 'name=arena1;env=MALLOC_ARENA_MAX=1' ...
  *
- * A variant is `;`-separated `key=value` pairs: `name` (required), `node` (space-separated node flags,
- * default `--max-semi-space-size=16`, the shipped flags), `env` (space-separated NAME=VALUE words,
- * e.g. glibc's MALLOC_* tunables, read at process start), `dist` (another build's dist/ directory;
- * default this checkout's), `floor=1` (bench/floor-proxy.ts, bare Node + undici, instead of the
- * gateway). Runs alternate variants (v1 v2 ... v1 v2 ...), each with a fresh simulator and gateway.
+ * A variant is `;`-separated `key=value` pairs: `name` (required), `node` (space-separated node flags;
+ * default the shipped ones, SHIPPED_NODE_ARGS), `env` (space-separated NAME=VALUE words on top of
+ * the shipped environment, SHIPPED_ENV, e.g. glibc's MALLOC_* tunables, read at process start),
+ * `bin` (another build's bin/gateway.js; default this checkout's), `floor=1` (bench/floor-proxy.ts,
+ * bare Node + undici, instead of the gateway). Proxies start as every benchmark starts them
+ * (bench/support/services.ts: the gateway's access log to /dev/null). Runs alternate variants
+ * (v1 v2 ... v1 v2 ...), each with a fresh simulator and gateway.
  *
  * Per run: the simulator with one model (`max_num_seqs` 2 x streams, unbounded queue, no per-sequence
  * decode cost), the gateway with one alias pointing at it, and every stream opened at once through
@@ -27,7 +29,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool, request } from 'undici';
-import { ROOT, resetPeakRss, spawnService, type Service } from '../support/process.ts';
+import { ROOT, resetPeakRss, spawnService } from '../support/process.ts';
+import { startFloor, startGateway, type RunningProxy } from '../support/services.ts';
 
 /** VmRSS / VmHWM of a process in MiB (KiB from /proc divided by 1024). */
 function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -51,9 +54,12 @@ const { values } = parseArgs({
 
 interface Variant {
   name: string;
-  node: string[];
+  /** Node flags; the shipped ones unless given. */
+  node: string[] | undefined;
+  /** Environment on top of the shipped one (SHIPPED_ENV, and the benchmark's access log to /dev/null). */
   env: Record<string, string>;
-  dist: string;
+  /** Another build's `bin/gateway.js`; this checkout's unless given. */
+  bin: string | undefined;
   /** Run bench/floor-proxy.ts (bare Node + undici) instead of the gateway. */
   floor: boolean;
 }
@@ -61,9 +67,9 @@ interface Variant {
 function parseVariant(text: string): Variant {
   const v: Variant = {
     name: '',
-    node: ['--max-semi-space-size=16'],
+    node: undefined,
     env: {},
-    dist: join(ROOT, 'dist'),
+    bin: undefined,
     floor: false,
   };
   for (const part of text.split(';')) {
@@ -77,7 +83,7 @@ function parseVariant(text: string): Variant {
         const eq = word.indexOf('=');
         v.env[word.slice(0, eq)] = word.slice(eq + 1);
       }
-    else if (key === 'dist') v.dist = value;
+    else if (key === 'bin') v.bin = value;
     else if (key === 'floor') v.floor = value !== '0' && value !== 'false';
     else throw new Error(`unknown variant key ${key}`);
   }
@@ -148,7 +154,7 @@ function gaugesOf(text: string): Record<string, number> {
 }
 
 async function oneRun(variant: Variant, run: number): Promise<RunResult> {
-  const services: Service[] = [];
+  const stops: (() => Promise<void>)[] = [];
   try {
     const sim = spawnService(
       'sim',
@@ -156,50 +162,26 @@ async function oneRun(variant: Variant, run: number): Promise<RunResult> {
       ['serve', '--host', '127.0.0.1', '--port', '0', '--model', modelFile],
       { env: { LOG_LEVEL: 'info' }, keep: () => false },
     );
-    services.push(sim);
+    stops.push(() => sim.stop(5_000));
     const simPort = (await sim.waitForLine((l) => l.msg === 'listening')).port as number;
-    const configPath = join(dir, 'gateway.json');
-    writeFileSync(
-      configPath,
-      JSON.stringify({ targets: { [ALIAS]: { url: `http://127.0.0.1:${simPort}/v1` } } }),
-    );
-    const gw = variant.floor
-      ? spawnService(
-          'floor',
-          join(ROOT, 'bench/floor-proxy.ts'),
-          ['--upstream', `http://127.0.0.1:${simPort}`],
-          {
-            nodeArgs: variant.node,
-            env: variant.env,
-            keep: () => false,
-          },
-        )
-      : spawnService(
-          'gateway',
-          join(variant.dist, 'gateway/cli.js'),
-          [
-            '--targets',
-            configPath,
-            '--host',
-            '127.0.0.1',
-            '--port',
-            '0',
-            '--metrics-port',
-            '0',
-            '--shutdown-delay-secs',
-            '0',
-            '--watch',
-            'false',
-          ],
-          { nodeArgs: variant.node, env: { LOG_LEVEL: 'info', ...variant.env }, keep: () => false },
-        );
-    services.push(gw);
-    const proxyPort = (await gw.waitForLine((l) => l.msg === 'listening' && l.listener === 'proxy'))
-      .port as number;
-    const adminPort = variant.floor
-      ? 0
-      : ((await gw.waitForLine((l) => l.msg === 'listening' && l.listener === 'admin')).port as number);
-    const pid = gw.pid;
+    const processOptions = { ...(variant.node ? { nodeArgs: variant.node } : {}), env: variant.env };
+    let gw: RunningProxy;
+    if (variant.floor) {
+      const floor = await startFloor(simPort, processOptions);
+      stops.push(() => floor.service.stop(5_000));
+      gw = floor;
+    } else {
+      const gateway = await startGateway(
+        'gateway',
+        { targets: { [ALIAS]: { url: `http://127.0.0.1:${simPort}/v1` } } },
+        { ...processOptions, ...(variant.bin ? { bin: variant.bin } : {}) },
+      );
+      stops.push(() => gateway.stop());
+      gw = gateway;
+    }
+    const proxyPort = Number(new URL(gw.origin).port);
+    const adminPort = gw.adminOrigin === undefined ? 0 : Number(new URL(gw.adminOrigin).port);
+    const pid = gw.service.pid;
     await sleep(1000);
     const idle = rssMB(pid);
     resetPeakRss(pid);
@@ -301,7 +283,7 @@ async function oneRun(variant: Variant, run: number): Promise<RunResult> {
       gauges,
     };
   } finally {
-    for (const s of services.reverse()) await s.stop(5_000);
+    for (const stop of stops.reverse()) await stop();
   }
 }
 
