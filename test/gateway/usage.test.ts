@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { UsageChunkFilter } from '../../src/gateway/pipeline/usage-chunk-filter.js';
-import { usageFromText } from '../../src/gateway/pipeline/usage.js';
+import { usageFromBytes, usageFromText, usageOf } from '../../src/gateway/pipeline/usage.js';
 import { split } from '../helpers/chunks.js';
 
 const text = (value: unknown, space?: number) => JSON.stringify(value, null, space);
@@ -70,6 +71,105 @@ describe('usageFromText: the usage a response reports, without parsing the respo
     expect(usageFromText(text({ usage: { prompt_tokens: -1, completion_tokens: 2 } }))).toBe(undefined);
     expect(usageFromText(text({ usage: { prompt_tokens: 1.5 } }))).toBe(undefined);
     expect(usageFromText('')).toBe(undefined);
+  });
+});
+
+describe('usageFromBytes: counts read in place, anything else parsed', () => {
+  const space = fc.constantFrom('', ' ', '\n  ', '\t');
+  const count = fc.oneof(fc.nat({ max: 10_000_000 }).map(String), fc.constant('null'));
+  const oddNumber = fc.constantFrom(
+    '007',
+    '12.0',
+    '1e3',
+    '-1',
+    '9007199254740993',
+    '12345678901234567',
+    '1.5',
+  );
+  const notCount = fc.constantFrom('"text"', '[1]', 'true', '{"a":{"b":1}}');
+  const key = fc.constantFrom(
+    'prompt_tokens',
+    'input_tokens',
+    'completion_tokens',
+    'output_tokens',
+    'total_tokens',
+    'reasoning_tokens',
+    'cached_tokens',
+    'audio_tokens',
+    // Same length and first letter as members read in place.
+    'prompt_tokenz',
+    'cached_tokenx',
+  );
+  const oddKey = fc.constantFrom('Prompt_Tokens', 'prompt\\u005ftokens', 'prompt-tokens');
+  const detailsKey = fc.constantFrom(
+    'completion_tokens_details',
+    'output_tokens_details',
+    'prompt_tokens_details',
+    'input_tokens_details',
+  );
+  const members = (keys: fc.Arbitrary<string>, values: fc.Arbitrary<string>) =>
+    fc
+      .tuple(fc.array(fc.tuple(keys, space, values), { maxLength: 6 }), space)
+      .map(([ms, s]) => `{${s}${ms.map(([k, a, v]) => `"${k}"${a}:${a}${v}`).join(`,${s}`)}${s}}`);
+  /** A usage object of counts, null and details objects, with at most one odd member when `odd`. */
+  const usageObject = (odd: boolean) => {
+    const details = members(key, count);
+    const plain = fc.oneof(
+      fc.tuple(key, count),
+      fc.tuple(detailsKey, fc.oneof(details, count)),
+      fc.tuple(key, details),
+    );
+    const oddOne = fc.oneof(fc.tuple(key, oddNumber), fc.tuple(key, notCount), fc.tuple(oddKey, count));
+    return fc
+      .tuple(
+        fc.array(plain, { maxLength: 7 }),
+        odd ? oddOne.map((m) => [m]) : fc.constant([]),
+        fc.nat(),
+        space,
+      )
+      .map(([ms, extra, at, s]) => {
+        const all = [...ms];
+        all.splice(at % (ms.length + 1), 0, ...extra);
+        return `{${s}${all.map(([k, v]) => `"${k}"${s}:${s}${v}`).join(`,${s}`)}${s}}`;
+      });
+  };
+
+  it('gives what parsing the usage object gives, for counts and for every other value', () => {
+    for (const odd of [false, true]) {
+      fc.assert(
+        fc.property(usageObject(odd), space, (text, s) => {
+          const body = Buffer.from(`{"id":"x","choices":[],"usage"${s}:${s}${text}}`);
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            parsed = undefined;
+          }
+          expect(usageFromBytes(body)).toEqual(usageOf(parsed));
+        }),
+        { numRuns: 1_500 },
+      );
+    }
+  });
+
+  it('reads a body whose usage is cut short as having none, and an earlier usage past a null one', () => {
+    const whole =
+      '{"usage":{"prompt_tokens":12,"completion_tokens_details":{"reasoning_tokens":3},"completion_tokens":9}}';
+    for (let end = 0; end < whole.length - 1; end++)
+      expect(usageFromBytes(Buffer.from(whole.slice(0, end)))).toBeUndefined();
+    expect(usageFromBytes(Buffer.from(whole))).toEqual({
+      prompt: 12,
+      completion: 9,
+      reasoning: 3,
+      cachedPrompt: 0,
+    });
+    const twice = '{"usage":{"prompt_tokens":5,"completion_tokens":1},"choices":[{"usage":null}]}';
+    expect(usageFromBytes(Buffer.from(twice))).toEqual({
+      prompt: 5,
+      completion: 1,
+      reasoning: 0,
+      cachedPrompt: 0,
+    });
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * Token usage as providers report it, read from the text of a response without parsing the whole
- * of it: the last `"usage": {...}` object in the text is cut out and parsed alone. Chat and text
+ * of it: the last `"usage": {...}` object in the text is cut out and parsed alone (in a body's
+ * bytes, read in place when it holds only counts: this runs once per request). Chat and text
  * completions and embeddings count `prompt_tokens` / `completion_tokens` (details:
  * `completion_tokens_details.reasoning_tokens`, `prompt_tokens_details.cached_tokens`); the
  * Responses API counts `input_tokens` / `output_tokens` (`output_tokens_details.reasoning_tokens`,
@@ -36,16 +37,148 @@ export function usageFromText(text: string): TokenUsage | undefined {
 
 const USAGE_KEY_BYTES = Buffer.from(USAGE_KEY);
 
-/** The usage in a body's bytes: only the text from the last `"usage"` on is decoded. */
+/** The usage in a body's bytes: only the text from the last `"usage"` on is decoded, if any. */
 export function usageFromBytes(bytes: Buffer): TokenUsage | undefined {
   let at = bytes.lastIndexOf(USAGE_KEY_BYTES);
   for (let tries = 0; at >= 0 && tries < MAX_TRIES; tries++) {
-    const text = bytes.toString('utf8', at, Math.min(bytes.length, at + MAX_USAGE_CHARS));
-    const usage = usageOf(objectAfterKey(text, USAGE_KEY.length));
+    let object: unknown = countsAfterKey(bytes, at + USAGE_KEY.length);
+    if (object === NOT_COUNTS) {
+      const text = bytes.toString('utf8', at, Math.min(bytes.length, at + MAX_USAGE_CHARS));
+      object = objectAfterKey(text, USAGE_KEY.length);
+    }
+    const usage = usageOf(object);
     if (usage !== undefined) return usage;
     at = at === 0 ? -1 : bytes.lastIndexOf(USAGE_KEY_BYTES, at - 1);
   }
   return undefined;
+}
+
+/** `countsAfterKey` met something other than counts: the text is parsed instead. */
+const NOT_COUNTS = Symbol('not counts');
+/** Longer usage objects are read by the text path (well within its MAX_USAGE_CHARS). */
+const MAX_COUNTS_BYTES = 1_024;
+
+/**
+ * The common usage object, read from the bytes without decoding or parsing them: members whose
+ * values are integers, null, or objects of such members (the details), with any whitespace. Only the
+ * members `usageOf` reads are kept, with the values JSON.parse would give them; anything else
+ * (a string, a fraction, an exponent, a sign, a leading zero, a long number, a deeper object, a key
+ * with an escape) is NOT_COUNTS, and JSON.parse decides.
+ */
+function countsAfterKey(
+  bytes: Buffer,
+  from: number,
+): Record<string, unknown> | undefined | typeof NOT_COUNTS {
+  let i = skipSpaceBytes(bytes, from);
+  if (bytes[i] !== 0x3a /* : */) return undefined;
+  i = skipSpaceBytes(bytes, i + 1);
+  if (bytes[i] !== 0x7b /* { */) return undefined;
+  const usage: Record<string, unknown> = {};
+  let details: Record<string, unknown> | undefined;
+  let depth = 1;
+  i = skipSpaceBytes(bytes, i + 1);
+  if (bytes[i] === 0x7d /* } */) return usage;
+  for (;;) {
+    // A member: "key" : value
+    if (bytes[i] !== 0x22 /* " */) return NOT_COUNTS;
+    const keyStart = i + 1;
+    i = keyStart;
+    while (isKeyByte(bytes[i])) i++;
+    if (bytes[i] !== 0x22 || i === keyStart) return NOT_COUNTS;
+    const key = memberAt(bytes, keyStart, i);
+    i = skipSpaceBytes(bytes, i + 1);
+    if (bytes[i] !== 0x3a) return NOT_COUNTS;
+    i = skipSpaceBytes(bytes, i + 1);
+    const c = bytes[i];
+    let value: unknown;
+    if (c === 0x7b && depth === 1) {
+      details = {};
+      if (key !== undefined && USAGE_MEMBERS.has(key)) usage[key] = details;
+      depth = 2;
+      i = skipSpaceBytes(bytes, i + 1);
+      if (bytes[i] !== 0x7d) continue;
+      value = details;
+    } else if (c === 0x6e /* n */) {
+      if (bytes[i + 1] !== 0x75 || bytes[i + 2] !== 0x6c || bytes[i + 3] !== 0x6c) return NOT_COUNTS;
+      i += 4;
+      value = null;
+    } else if (c !== undefined && c >= 0x30 && c <= 0x39) {
+      const start = i;
+      let n = 0;
+      while (bytes[i]! >= 0x30 && bytes[i]! <= 0x39) n = n * 10 + bytes[i++]! - 0x30;
+      const next = bytes[i];
+      // JSON has no leading zeros; fractions, exponents and long numbers are left to JSON.parse.
+      if ((c === 0x30 && i - start > 1) || i - start > 15 || next === 0x2e || next === 0x65 || next === 0x45)
+        return NOT_COUNTS;
+      value = n;
+    } else {
+      return NOT_COUNTS;
+    }
+    if (value !== details && key !== undefined) {
+      if (depth === 1) {
+        if (USAGE_MEMBERS.has(key)) usage[key] = value;
+      } else if (DETAIL_MEMBERS.has(key)) {
+        details![key] = value;
+      }
+    }
+    // After a value: more members, or the end of the details object, then of the usage object.
+    for (;;) {
+      i = skipSpaceBytes(bytes, i);
+      if (bytes[i] === 0x2c /* , */) {
+        i = skipSpaceBytes(bytes, i + 1);
+        break;
+      }
+      if (bytes[i] !== 0x7d) return NOT_COUNTS;
+      i++;
+      // A long object is left to the text path, which bounds how far it reads.
+      if (depth === 1) return i - from > MAX_COUNTS_BYTES ? NOT_COUNTS : usage;
+      depth = 1;
+    }
+  }
+}
+
+/** The members of a usage object and of its details objects that `usageOf` reads. */
+const USAGE_MEMBERS: ReadonlySet<string> = new Set([
+  'prompt_tokens',
+  'input_tokens',
+  'completion_tokens',
+  'output_tokens',
+  'completion_tokens_details',
+  'output_tokens_details',
+  'prompt_tokens_details',
+  'input_tokens_details',
+]);
+const DETAIL_MEMBERS: ReadonlySet<string> = new Set(['reasoning_tokens', 'cached_tokens']);
+
+/** The members `usageOf` reads, by their name's length and first byte (no two share both). */
+const MEMBER_BY_SHAPE = new Map<number, { readonly name: string; readonly bytes: Buffer }>(
+  [...USAGE_MEMBERS, ...DETAIL_MEMBERS].map((name) => [
+    name.length * 256 + name.charCodeAt(0),
+    { name, bytes: Buffer.from(name) },
+  ]),
+);
+
+/** The member named by `bytes[start, end)`, as the interned name, or undefined for any other key. */
+function memberAt(bytes: Buffer, start: number, end: number): string | undefined {
+  const member = MEMBER_BY_SHAPE.get((end - start) * 256 + bytes[start]!);
+  if (member === undefined) return undefined;
+  const name = member.bytes;
+  for (let k = 1; k < name.length; k++) if (bytes[start + k] !== name[k]) return undefined;
+  return member.name;
+}
+
+/** A byte of the keys read in place: lower-case letters, digits and `_` (others go to JSON.parse). */
+function isKeyByte(c: number | undefined): boolean {
+  return c !== undefined && ((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f);
+}
+
+function skipSpaceBytes(bytes: Buffer, from: number): number {
+  let i = from;
+  for (;;) {
+    const c = bytes[i];
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
+    i++;
+  }
 }
 
 /** The usage of a parsed usage object, or undefined when it counts no prompt tokens. */
