@@ -107,7 +107,7 @@ node bin/sim.js serve --host 127.0.0.1 --port "$SIM_PORT" >>"$SIM_LOG" 2>&1 &
 sim_pid=$!
 # The Node.js flags and malloc setting the image ships with (Dockerfile NODE_OPTIONS and
 # MALLOC_ARENA_MAX), unless set in the environment.
-NODE_OPTIONS=${NODE_OPTIONS:---max-semi-space-size=8} MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-1} \
+NODE_OPTIONS=${NODE_OPTIONS:---max-semi-space-size=16} MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-1} \
   node bin/gateway.js --targets "$CONFIG" \
   --host 127.0.0.1 --port "$GATEWAY_PORT" --metrics-port "$ADMIN_PORT" --shutdown-delay-secs 0 \
   >>"$GATEWAY_LOG" 2>&1 &
