@@ -1,4 +1,4 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,16 +10,24 @@ import { jsonReply, completion, startUpstream, type RecordingUpstream } from '..
 /** `--access-log <path>`: lines appended to a file, written out at shutdown; a bad path stops the start. */
 
 let upstream: RecordingUpstream;
+const dirs: string[] = [];
+/** A fresh directory, removed after the suite. */
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'access-log-'));
+  dirs.push(dir);
+  return dir;
+}
 beforeAll(async () => {
   upstream = await startUpstream(jsonReply(200, completion('up')));
 });
 afterAll(async () => {
   await upstream?.close();
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
 describe('--access-log <path>', () => {
   it('appends one line per request to the file, every line written out by a graceful stop', async () => {
-    const path = join(await mkdtemp(join(tmpdir(), 'access-log-')), 'access.log');
+    const path = join(await tempDir(), 'access.log');
     const gateway = await startGateway(
       { targets: { up: { url: upstream.url } } },
       { args: ['--access-log', path] },
@@ -46,7 +54,7 @@ describe('--access-log <path>', () => {
   });
 
   it('a path that cannot be opened stops the start with exit code 2, naming it', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'access-log-'));
+    const dir = await tempDir();
     const program = spawnProgram('gateway', [
       '--targets',
       join(dir, 'unused.json'),

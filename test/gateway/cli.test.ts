@@ -1,13 +1,13 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startGateway } from '../helpers/gateway.js';
 import { spawnProgram } from '../helpers/process.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 async function tempConfig(content: unknown, name = 'config.json'): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'gateway-cli-'));
+  const dir = tempDir('gateway-cli-');
   const path = join(dir, name);
   await writeFile(path, typeof content === 'string' ? content : JSON.stringify(content));
   return path;
@@ -211,7 +211,7 @@ describe('gateway command line', () => {
   );
 
   it('a configuration file that cannot be read is one line saying so, where it was looked for, exit 2', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'gateway-cli-'));
+    const dir = tempDir('gateway-cli-');
     const missing = spawnProgram('gateway', ['-f', 'missing.yaml', '--port', '0', '--metrics-port', '0'], {
       cwd: dir,
     });

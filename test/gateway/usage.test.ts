@@ -114,16 +114,20 @@ describe('usageFromBytes: counts read in place, anything else parsed', () => {
   /** A usage object of counts, null and details objects, with at most one odd member when `odd`. */
   const usageObject = (odd: boolean) => {
     const details = members(key, count);
-    const plain = fc.oneof(
+    const plain: fc.Arbitrary<[string, string]> = fc.oneof(
       fc.tuple(key, count),
       fc.tuple(detailsKey, fc.oneof(details, count)),
       fc.tuple(key, details),
     );
-    const oddOne = fc.oneof(fc.tuple(key, oddNumber), fc.tuple(key, notCount), fc.tuple(oddKey, count));
+    const oddOne: fc.Arbitrary<[string, string]> = fc.oneof(
+      fc.tuple(key, oddNumber),
+      fc.tuple(key, notCount),
+      fc.tuple(oddKey, count),
+    );
     return fc
       .tuple(
         fc.array(plain, { maxLength: 7 }),
-        odd ? oddOne.map((m) => [m]) : fc.constant([]),
+        odd ? oddOne.map((m) => [m]) : fc.constant<[string, string][]>([]),
         fc.nat(),
         space,
       )

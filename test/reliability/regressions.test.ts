@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { ROOT } from '../helpers/process.js';
 import { OK_COMPLETION, jsonReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { startSim } from '../helpers/sim.js';
 import { latency, postJson, rawExchange, scrape, simCapacity, simModels, sumOf, waitFor } from './support.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * Regressions found by the reliability suites: each case once failed, and each fix is asserted here
@@ -90,7 +90,7 @@ describe('gateway_key refuses line breaks and NUL', () => {
     ['LF', 'sk-abc\nX-Injected: 1'],
     ['NUL', 'sk-abc\u0000def'],
   ])('%s: refused by `gateway validate` with the field path', (_name, key) => {
-    const dir = mkdtempSync(join(tmpdir(), 'pending-'));
+    const dir = tempDir('pending-');
     const file = join(dir, 'config.json');
     writeFileSync(file, JSON.stringify({ targets: { a: { url: up.url, gateway_key: key } } }));
     const result = spawnSync(process.execPath, [join(ROOT, 'bin/gateway.js'), 'validate', file], {

@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request, type Dispatcher } from 'undici';
 import { ROOT } from '../helpers/process.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * Shared pieces of the reliability suites: an HTTP exchange that records every byte and how the
@@ -318,7 +318,7 @@ export async function waitSimIdle(simUrl: string, timeoutMs = 10_000): Promise<v
 
 /** Writes simulator model files into a fresh temp directory; returns their paths by name. */
 export function simModels(models: Record<string, string>): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'reliability-models-'));
+  const dir = tempDir('reliability-models-');
   const paths: Record<string, string> = {};
   for (const [name, toml] of Object.entries(models)) {
     const path = join(dir, `${name}.toml`);

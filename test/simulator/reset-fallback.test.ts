@@ -1,6 +1,4 @@
-import { mkdtempSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +8,7 @@ import { createSimServer } from '../../src/simulator/http/server.js';
 import { SimMetrics } from '../../src/simulator/metrics/metrics.js';
 import type { SimContext } from '../../src/simulator/runtime.js';
 import { rawRequest, sseFrames } from './support.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * `reset` needs a TCP handle. Served over a Unix domain socket (no TCP, so no RST is possible) the
@@ -41,7 +40,7 @@ beforeAll(async () => {
     startedAt: 0,
   };
   server = createSimServer(ctx);
-  path = join(mkdtempSync(join(tmpdir(), 'sim-uds-')), 'sim.sock');
+  path = join(tempDir('sim-uds-'), 'sim.sock');
   await new Promise<void>((resolve) => server.listen(path, resolve));
 });
 

@@ -1,11 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** Writes model TOML files into a fresh temporary directory; returns their paths in order. */
 export function writeModels(models: Record<string, string>): { dir: string; files: string[] } {
-  const dir = mkdtempSync(join(tmpdir(), 'sim-models-'));
+  const dir = tempDir('sim-models-');
   const files = Object.entries(models).map(([file, text]) => {
     const path = join(dir, file);
     writeFileSync(path, text);
