@@ -98,7 +98,12 @@ export const kubectl = (args: string[], input?: string): string => run('kubectl'
 /** The chart values every release of the suite starts from (e2e/k8s/values.yaml), image by digest. */
 export interface ChartValues {
   image: { repository?: string; digest?: string; pullPolicy?: string };
-  gateway: { shutdownDelaySecs: number; shutdownTimeoutSecs: number; configPollSecs: number };
+  gateway: {
+    shutdownDelaySecs: number;
+    shutdownTimeoutSecs: number;
+    configPollSecs: number;
+    extraArgs?: string[];
+  };
   config: { spec: { targets: Record<string, unknown>; [field: string]: unknown } };
   [key: string]: unknown;
 }

@@ -42,6 +42,11 @@ beforeAll(async () => {
   });
   const values = baseValues();
   values.sharedState = { enabled: true, url: `redis://redis.${NS}.svc:6379` };
+  // This test proves that two replicas share one budget. On a two-core node that also runs the
+  // control plane, a Redis pod with a 20m CPU request can take longer than the default 50 ms per call,
+  // and a call answered late is decided by the failure policy (what the budget is for; tested in
+  // test/limits/redis/degraded.test.ts). A second per call keeps every decision Redis's own here.
+  values.gateway.extraArgs = ['--shared-state-timeout-ms', '1000'];
   values.config.spec = {
     auth: {
       key_definitions: {
