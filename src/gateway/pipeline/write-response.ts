@@ -173,11 +173,11 @@ class ForwardToClient extends ClientBodyWriter {
     if (rest !== undefined) ctx.res.write(rest);
     if (served instanceof ServedStream) {
       streamServed(ctx, served);
-    } else if (served?.isError() === true) {
-      ctx.endedAs('upstream_error');
-      ctx.served?.bodyDone(undefined, undefined);
     } else {
-      ctx.served?.bodyDone(undefined, served?.usage());
+      // An error inside the 200 reports no usage.
+      const errorInside = served?.isError() === true;
+      if (errorInside) ctx.endedAs('upstream_error');
+      ctx.served?.bodyDone(undefined, errorInside ? undefined : served?.usage());
     }
     ctx.res.end();
   }

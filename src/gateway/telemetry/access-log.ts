@@ -81,8 +81,8 @@ interface Pending {
  * asynchronous write each, one at a time in order: a request costs the line and a copy, never a
  * wait for the disk or the pipe. A destination that cannot keep up loses whole batches beyond
  * 8 MiB queued (`onDropped` is told how many lines, at most every 10 s), rather than the process
- * growing. A timer writes
- * a batch that stays small; shutdown writes out the rest synchronously. Undefined when `off`.
+ * growing. A timer writes a batch that stays small; at shutdown `flush` writes out the rest and
+ * waits for it (at most 2 s). Undefined when `off`.
  */
 export function createAccessLog(
   target: AccessLogTarget,
