@@ -543,6 +543,9 @@ function reloadRows(plan: Plan, staticRuns: ReloadRunResult[], rewriteRuns: Relo
   return [make(staticRuns, false), make(rewriteRuns, true)];
 }
 
+/** The closed-loop row of the plain configuration with its access log off. */
+const ACCESS_LOG_OFF = 'gateway plain, access log off';
+
 function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefined): BudgetLine[] {
   const find = (section: string, target: string): Row | undefined =>
     rows.find((r) => r.section === section && r.target === target);
@@ -569,6 +572,15 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
     });
   };
   ratioLine('plain', 0.8, 'Plain alias');
+  const logOn = find('closed loop', 'gateway plain');
+  const logOff = find('closed loop', ACCESS_LOG_OFF);
+  if (logOn?.ratioFloor !== undefined && logOff?.ratioFloor !== undefined) {
+    lines.push({
+      line: 'Access log: what it costs the plain alias (closed loop; every gateway row writes it to /dev/null)',
+      measured: `on ${fmt(logOn.ratioFloor)}x, off ${fmt(logOff.ratioFloor)}x the floor (median of rounds)`,
+      pass: undefined,
+    });
+  }
   ratioLine('limits', 0.7, 'Full limits');
   ratioLine('strict', 0.5, 'Strict mode');
   for (const kind of GATEWAY_KINDS) {
@@ -739,6 +751,14 @@ async function main(): Promise<void> {
       running.set(proxyName(proxy), started);
       ownPids.push(started.service.pid);
     }
+    // The plain configuration once more with its access log off: the closed loop's two plain rows
+    // show what the log (on by default, written to /dev/null by every other row) costs.
+    const logOff = await startGateway('plain-log-off', gatewayConfig('plain', upstream.ports), {
+      nodeArgs,
+      env: { GATEWAY_ACCESS_LOG: 'off' },
+    });
+    running.set(ACCESS_LOG_OFF, logOff);
+    ownPids.push(logOff.service.pid);
     try {
       const direct: Target = {
         name: 'direct',
@@ -750,6 +770,8 @@ async function main(): Promise<void> {
       const streamTargets = targets.filter((t) =>
         ['direct', 'floor', 'gateway plain', 'gateway strict'].includes(t.name),
       );
+      // The access log's cost is a throughput figure: the open loop keeps to the budget's rows.
+      const openTargets = targets.filter((t) => t.name !== ACCESS_LOG_OFF);
 
       for (const target of targets) {
         log(`warm-up: ${target.name}`);
@@ -771,7 +793,7 @@ async function main(): Promise<void> {
       // lasts minutes, and --start-when-quiet starts the run at the beginning of one.
       const sections: Record<Exclude<Section, 'reload'>, () => Promise<Row[]>> = {
         closed: () => measureClosed(plan, targets, upstreamPid),
-        open: () => measureOpen(plan, targets, upstreamPid),
+        open: () => measureOpen(plan, openTargets, upstreamPid),
         stream: async () => {
           const results = await alternate(
             plan,
@@ -885,7 +907,10 @@ async function main(): Promise<void> {
   // The table keeps the sections' usual order, whatever order they were measured in.
   const rows = SECTIONS.flatMap((section) => rowsBySection.get(section) ?? []);
   const budgetLines = budget(rows, paced);
-  const configs = GATEWAY_KINDS.map((kind) => `- gateway ${kind}: ${GATEWAY_DESCRIPTIONS[kind]}`).join('\n');
+  const configs = [
+    ...GATEWAY_KINDS.map((kind) => `- gateway ${kind}: ${GATEWAY_DESCRIPTIONS[kind]}`),
+    `- ${ACCESS_LOG_OFF}: the plain configuration with \`GATEWAY_ACCESS_LOG=off\` (closed loop only); every other gateway writes its access log to /dev/null`,
+  ].join('\n');
   const output = [
     `## Benchmark (${plan.name}), ${renderMachine(host)}; proxies run with \`${nodeArgsText}\``,
     '',
