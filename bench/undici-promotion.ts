@@ -49,10 +49,12 @@ const ANSWER = Buffer.from('{"id":"x","object":"chat.completion","choices":[]}')
 async function serve(variant: Variant, upstreamOrigin: string): Promise<void> {
   const agent = new Agent({ keepAliveTimeout: 30_000 });
   // Loaded only here: the built gateway module, so the variant runs exactly what the gateway runs.
-  const { UpstreamClient } = (await import(
+  const { UpstreamClient, upstreamTimeouts } = (await import(
     join(ROOT, 'dist/gateway/http/upstream.js')
   )) as typeof import('../src/gateway/http/upstream.ts');
   const client = new UpstreamClient();
+  // The gateway's defaults (docs/configuration.md, "Upstream timeouts").
+  const TIMEOUTS = upstreamTimeouts({ connectMs: 10_000, headersMs: 300_000, idleMs: 300_000 });
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -80,17 +82,21 @@ async function serve(variant: Variant, upstreamOrigin: string): Promise<void> {
         }, fail);
         return;
       }
-      client.send(options, {
-        headArrived: (upstream) => {
-          res.writeHead(upstream.statusCode, { 'content-type': 'application/json' });
-          upstream.consume({
-            bodyData: (chunk) => res.write(chunk),
-            bodyEnded: () => res.end(),
-            bodyFailed: () => res.destroy(),
-          });
+      client.send(
+        { ...options, headersTimeout: TIMEOUTS.headersTimeout, bodyTimeout: TIMEOUTS.bodyTimeout },
+        TIMEOUTS,
+        {
+          headArrived: (upstream) => {
+            res.writeHead(upstream.statusCode, { 'content-type': 'application/json' });
+            upstream.consume({
+              bodyData: (chunk) => res.write(chunk),
+              bodyEnded: () => res.end(),
+              bodyFailed: () => res.destroy(),
+            });
+          },
+          headFailed: fail,
         },
-        headFailed: fail,
-      });
+      );
     });
   });
   server.listen(0, '127.0.0.1', () => {

@@ -124,6 +124,18 @@ describe('valid configurations', () => {
       ),
     ],
   ];
+  valid.push([
+    'timeouts at the top level, on a target and on a provider entry',
+    withTargets(
+      {
+        s: single({ timeouts: { idle_ms: 60_000 } }),
+        p: pool({ timeouts: { headers_ms: 30_000 } }, [
+          { url: 'http://a.example/v1', timeouts: { connect_ms: 500, total_ms: 120_000 } },
+        ]),
+      },
+      { timeouts: { connect_ms: 2_000, headers_ms: 600_000 } },
+    ),
+  ]);
   it.each(valid)('%s', (_name, config) => {
     const result = load(config);
     expect(result.ok ? [] : result.issues).toEqual([]);
@@ -156,6 +168,22 @@ describe('valid configurations', () => {
 type Case = [string, Json, [string, string][]];
 
 const invalid: Case[] = [
+  // Timeouts
+  [
+    'a zero timeout',
+    withTargets({ a: single({ timeouts: { headers_ms: 0 } }) }),
+    [['$.targets.a.timeouts.headers_ms', 'must be > 0']],
+  ],
+  [
+    'a timeout beyond a day',
+    withTargets({ a: single() }, { timeouts: { total_ms: 86_400_001 } }),
+    [['$.timeouts.total_ms', 'at most 86400000 ms']],
+  ],
+  [
+    'an unknown timeout field',
+    withTargets({ p: pool({}, [{ url: 'http://a', timeouts: { read_ms: 5 } }]) }),
+    [['$.targets.p.providers[0].timeouts.read_ms', 'unknown']],
+  ],
   // Placement of fields
   [
     'strict_mode inside a target',

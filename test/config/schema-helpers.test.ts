@@ -8,6 +8,8 @@ import {
   providerIdentity,
   requestClassOf,
   resolveAimd,
+  resolveTimeouts,
+  TIMEOUT_DEFAULTS,
   type TargetConfig,
 } from '../../src/gateway/config/schema/index.js';
 
@@ -100,5 +102,30 @@ describe('schema constants and helpers', () => {
     ['llama:', ['llama', 'llama:'], { alias: 'llama', requestClass: '' }],
   ])('requestClassOf(%j)', (key, keys, expected) => {
     expect(requestClassOf(key, keys)).toEqual(expected);
+  });
+});
+
+describe('resolveTimeouts: provider entry, then target, then top level, field by field', () => {
+  it('takes each field from the most specific level that sets it, else the default', () => {
+    expect(
+      resolveTimeouts({ connect_ms: 1 }, { connect_ms: 2, headers_ms: 3 }, { headers_ms: 4, idle_ms: 5 }),
+    ).toEqual({
+      connectMs: 1,
+      headersMs: 3,
+      idleMs: 5,
+      totalMs: TIMEOUT_DEFAULTS.total_ms,
+      streamTotalMs: undefined,
+    });
+  });
+
+  it('the default total applies to non-streamed attempts only; a configured one to streams too', () => {
+    expect(resolveTimeouts(undefined, undefined, undefined)).toMatchObject({
+      totalMs: TIMEOUT_DEFAULTS.total_ms,
+      streamTotalMs: undefined,
+    });
+    expect(resolveTimeouts(undefined, { total_ms: 42 }, undefined)).toMatchObject({
+      totalMs: 42,
+      streamTotalMs: 42,
+    });
   });
 });

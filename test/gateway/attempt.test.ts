@@ -54,6 +54,7 @@ function handPlayedResponse(
   end(): void;
   fail(): void;
   controller: HandController;
+  exchange: UpstreamExchange;
 }> {
   return new Promise((resolve, reject) => {
     const controller = new HandController(() => exchange);
@@ -62,6 +63,7 @@ function handPlayedResponse(
         resolve({
           response,
           controller,
+          exchange,
           chunk: (text) => exchange.onResponseData(controller as never, Buffer.from(text)),
           end: () => exchange.onResponseEnd(),
           fail: () =>
@@ -125,6 +127,7 @@ async function attemptCase(options: {
   last: boolean;
   mode?: ResponseMode;
   deadlineMs?: number;
+  totalMs?: number;
 }): Promise<Case> {
   const arrived = new Promise<[IncomingMessage, ServerResponse]>((resolve) =>
     pending.push((req, res) => resolve([req, res])),
@@ -161,7 +164,14 @@ async function attemptCase(options: {
   const abandoned: Case['abandoned'] = [];
   const attempt = new Attempt(
     ctx,
-    { provider, number: 1, last: options.last, mode: options.mode ?? RAW, deadlineMs: options.deadlineMs },
+    {
+      provider,
+      number: 1,
+      last: options.last,
+      mode: options.mode ?? RAW,
+      deadlineMs: options.deadlineMs,
+      totalMs: options.totalMs,
+    },
     undefined,
     { attemptAbandoned: (_attempt, reason, status) => abandoned.push({ reason, status }) },
     { metrics, logger: createLogger({ level: 'silent' }) },
@@ -235,6 +245,53 @@ describe('Attempt: exactly one of commit() or abandon()', () => {
     );
     expect(await outcomes(broken.metrics)).toEqual({ connection_error: 1 });
     closeUnanswered(broken);
+  });
+});
+
+describe('Attempt: timeouts', () => {
+  const undiciError = (code: string) => Object.assign(new Error(code), { code });
+
+  it("undici's connect, headers and idle timeouts abandon the attempt as `timeout`, counted by kind", async () => {
+    for (const [code, kind] of [
+      ['UND_ERR_CONNECT_TIMEOUT', 'connect'],
+      ['UND_ERR_HEADERS_TIMEOUT', 'headers'],
+      ['UND_ERR_BODY_TIMEOUT', 'idle'],
+    ] as const) {
+      const c = await attemptCase({ last: false });
+      c.attempt.failed(undiciError(code), kind === 'idle' ? 'body' : 'head');
+      expect(c.abandoned).toEqual([{ reason: 'timeout', status: undefined }]);
+      expect(await outcomes(c.metrics)).toEqual({ timeout: 1 });
+      expect(await c.metrics.registry.metrics()).toMatch(
+        new RegExp(`^gateway_upstream_errors_total\\{model="pool",reason="${kind}_timeout"\\} 1$`, 'm'),
+      );
+      closeUnanswered(c);
+    }
+  });
+
+  it('`total_ms` aborts the attempt: the failure that abort causes is a `total` timeout', async () => {
+    const c = await attemptCase({ last: false, totalMs: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    c.attempt.failed(undiciError('UND_ERR_ABORTED'), 'head');
+    expect(c.abandoned).toEqual([{ reason: 'timeout', status: undefined }]);
+    expect(await c.metrics.registry.metrics()).toMatch(
+      /^gateway_upstream_errors_total\{model="pool",reason="total_timeout"\} 1$/m,
+    );
+    closeUnanswered(c);
+  });
+
+  it('after the commit, `total_ms` cuts the response: counted as a total timeout, never completed', async () => {
+    const c = await attemptCase({ last: true, totalMs: 30 });
+    const upstream = await handPlayedResponse(200, 'text/event-stream');
+    c.attempt.bindExchange(upstream.exchange);
+    await respond(c.ctx, c.attempt, upstream.response, { ...depsOf(c), sseBufferLimit: 65_536 });
+    upstream.chunk(frame(chunk('Hel')));
+    const received = await c.received;
+    expect(received.status).toBe(200);
+    expect(received.complete).toBe(false);
+    expect(upstream.controller.aborted).toBe(true);
+    expect(await c.metrics.registry.metrics()).toMatch(
+      /^gateway_upstream_errors_total\{model="pool",reason="total_timeout"\} 1$/m,
+    );
   });
 });
 

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatcher } from 'undici';
-import { UpstreamClient } from '../../src/gateway/http/upstream.js';
+import { UpstreamClient, upstreamTimeouts } from '../../src/gateway/http/upstream.js';
 import type {
   BodyConsumer,
   UpstreamExchange,
@@ -42,6 +42,8 @@ function streamOneFrameAndHold(upstream: RecordingUpstream): Promise<{ finished:
   });
 }
 
+const TIMEOUTS = upstreamTimeouts({ connectMs: 10_000, headersMs: 300_000, idleMs: 300_000 });
+
 /**
  * Sends through the client, with a listener that turns the head (or its failure) into a promise.
  * The promise rejects if the listener is told before `send` returned, or more than once.
@@ -62,7 +64,7 @@ function sendForHead(
     else if (told > 1) settle({ error: new Error('the listener was told more than once') });
     else settle(result);
   };
-  const exchange = client.send(options, {
+  const exchange = client.send({ ...options, headersTimeout: TIMEOUTS.headersTimeout }, TIMEOUTS, {
     headArrived: (response) => tell({ response }),
     headFailed: (error) => tell({ error }),
   });
@@ -86,7 +88,7 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
   });
   afterEach(async () => {
     // destroy, not close: a failed test may leave a body unread, which close would wait for.
-    await client.agent.destroy();
+    await client.destroy();
   });
   afterAll(async () => {
     await upstream.close();
@@ -208,7 +210,7 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
 
   it('a request refused on the spot (a closed agent) fails the head after send returns, once', async () => {
     client = new UpstreamClient();
-    await client.agent.close();
+    await client.close();
     await expect(post().response).rejects.toMatchObject({ code: 'UND_ERR_DESTROYED' });
   });
 
@@ -402,7 +404,7 @@ describe('UpstreamExchange (requests to providers through undici dispatch)', () 
 
       // The client reads the end the provider sent: its one connection is then idle, not closed.
       const idle = (): boolean => {
-        const stats = client.agent.stats[upstream.url];
+        const stats = client.agentFor(TIMEOUTS.connectMs).stats[upstream.url];
         return stats !== undefined && stats.connected === 1 && stats.free === 1;
       };
       for (let i = 0; i < 200 && !idle(); i++) await new Promise((r) => setTimeout(r, 10));

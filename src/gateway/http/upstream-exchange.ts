@@ -128,9 +128,13 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   /** undici is done with the body (ended or failed): it can no longer be aborted. */
   #bodyComplete = false;
   #drainTimer: NodeJS.Timeout | undefined;
+  /** Milliseconds from the request's start to its response head, when this exchange times it. */
+  readonly #headersTimeoutMs: number | undefined;
+  #headersTimer: NodeJS.Timeout | undefined;
 
-  constructor(listener: HeadListener) {
+  constructor(listener: HeadListener, headersTimeoutMs?: number) {
     this.#listener = listener;
+    this.#headersTimeoutMs = headersTimeoutMs;
   }
 
   /**
@@ -224,7 +228,18 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    if (this.#aborted) controller.abort(new errors.RequestAbortedError());
+    if (this.#aborted) {
+      controller.abort(new errors.RequestAbortedError());
+      return;
+    }
+    if (this.#headersTimeoutMs !== undefined)
+      this.#headersTimer = setTimeout(expireHead, this.#headersTimeoutMs, this);
+  }
+
+  /** No response head within the headers timeout: the request fails as undici's own would. */
+  expireHead(): void {
+    if (this.#settled || this.#aborted) return;
+    this.#controller!.abort(new errors.HeadersTimeoutError());
   }
 
   onResponseStart(
@@ -234,6 +249,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   ): void {
     if (statusCode < 200) return;
     this.#settled = true;
+    clearTimeout(this.#headersTimer);
     // After the parser's turn, as a promise would settle: the listener may abort this request or
     // send another, which undici's callbacks are not the place for. Body chunks that arrive first
     // wait in `#held`.
@@ -260,6 +276,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    clearTimeout(this.#headersTimer);
     if (!this.#settled) {
       this.#settled = true;
       process.nextTick(deliverHeadFailure, this.#listener, error);
@@ -277,6 +294,10 @@ function deliverHead(listener: HeadListener, response: UpstreamResponse): void {
 
 function deliverHeadFailure(listener: HeadListener, error: Error): void {
   listener.headFailed(error);
+}
+
+function expireHead(exchange: UpstreamExchange): void {
+  exchange.expireHead();
 }
 
 function abortExchange(exchange: UpstreamExchange): void {

@@ -2,15 +2,11 @@ import type { Dispatcher } from 'undici';
 import { Agent } from './undici.js';
 import { UpstreamExchange, type HeadListener } from './upstream-exchange.js';
 
-/** Upstream client timeouts. The first-token deadline of a pool is separate (fallback settings). */
-export const UPSTREAM_TIMEOUTS = {
-  connectMs: 10_000,
-  /** Until the provider's response headers arrive. */
-  headersMs: 300_000,
-  /** Longest silence between two body chunks (a stalled stream is cut after this). */
-  bodyMs: 300_000,
-  keepAliveMs: 30_000,
-} as const;
+/** How long an idle kept-alive connection to a provider stays open. */
+const KEEP_ALIVE_MS = 30_000;
+
+/** A headers timeout below this is timed by the exchange, to the millisecond, not by undici. */
+const PRECISE_HEADERS_BELOW_MS = 10_000;
 
 /** Where one provider lives: its origin and how request paths map onto its base URL. */
 export interface UpstreamEndpoint {
@@ -50,29 +46,90 @@ export function upstreamPath(endpoint: UpstreamEndpoint, requestUrl: string): st
 }
 
 /**
- * One undici Agent for the process: it keeps a keep-alive connection pool per upstream origin, so a
- * reload that keeps a provider's URL keeps its warm connections.
+ * How a provider's timeouts are carried out, worked out once per configuration: undici's own
+ * headers and body timeouts go into each request's dispatch options; the connect timeout picks the
+ * Agent; a short headers timeout is timed by the exchange instead of undici.
+ */
+export interface UpstreamTimeouts {
+  readonly connectMs: number;
+  /** undici's `headersTimeout`: 0 (off) when the exchange times the head itself. */
+  readonly headersTimeout: number;
+  /** undici's `bodyTimeout`: the longest gap between body reads. */
+  readonly bodyTimeout: number;
+  /** The exchange's own headers timer, or undefined when undici's is used. */
+  readonly exchangeHeadersMs: number | undefined;
+}
+
+/**
+ * undici checks its timeouts on a clock that ticks about twice a second, so they fire up to a
+ * second late: fine for minutes, not for a `headers_ms` of a few seconds that a pool fails over on.
+ * Those the exchange times itself (one timer per request, only when configured so short).
+ */
+export function upstreamTimeouts(timeouts: {
+  connectMs: number;
+  headersMs: number;
+  idleMs: number;
+}): UpstreamTimeouts {
+  const own = timeouts.headersMs < PRECISE_HEADERS_BELOW_MS;
+  return {
+    connectMs: timeouts.connectMs,
+    headersTimeout: own ? 0 : timeouts.headersMs,
+    bodyTimeout: timeouts.idleMs,
+    exchangeHeadersMs: own ? timeouts.headersMs : undefined,
+  };
+}
+
+/**
+ * The undici Agents of the process: each keeps a keep-alive connection pool per upstream origin, so
+ * a reload that keeps a provider's URL keeps its warm connections. The connect timeout is a setting
+ * of an Agent's connector, not of a request, so there is one Agent per connect timeout in use (a
+ * handful: the values the configuration names); the headers and idle timeouts go with each request.
  */
 export class UpstreamClient {
-  readonly agent: Agent;
+  readonly #agents = new Map<number, Agent>();
+  #closed: Agent | undefined;
 
-  constructor() {
-    this.agent = new Agent({
-      connect: { timeout: UPSTREAM_TIMEOUTS.connectMs },
-      keepAliveTimeout: UPSTREAM_TIMEOUTS.keepAliveMs,
-      headersTimeout: UPSTREAM_TIMEOUTS.headersMs,
-      bodyTimeout: UPSTREAM_TIMEOUTS.bodyMs,
-    });
-  }
-
-  /** Starts a request; `listener` hears of its response head, `abort()` gives it up. */
-  send(options: Dispatcher.DispatchOptions, listener: HeadListener): UpstreamExchange {
-    const exchange = new UpstreamExchange(listener);
-    this.agent.dispatch(options, exchange);
+  /**
+   * Starts a request (`options` carry `timeouts`' headers and body timeouts); `listener` hears of
+   * its response head, `abort()` gives it up.
+   */
+  send(
+    options: Dispatcher.DispatchOptions,
+    timeouts: UpstreamTimeouts,
+    listener: HeadListener,
+  ): UpstreamExchange {
+    const exchange = new UpstreamExchange(listener, timeouts.exchangeHeadersMs);
+    this.agentFor(timeouts.connectMs).dispatch(options, exchange);
     return exchange;
   }
 
+  /** The Agent of requests with this connect timeout (its `stats` show its connections per origin). */
+  agentFor(connectMs: number): Agent {
+    // Once closed, every request goes to a closed Agent, which refuses it as undici does.
+    if (this.#closed) return this.#closed;
+    let agent = this.#agents.get(connectMs);
+    if (agent === undefined) {
+      agent = new Agent({ connect: { timeout: connectMs }, keepAliveTimeout: KEEP_ALIVE_MS });
+      this.#agents.set(connectMs, agent);
+    }
+    return agent;
+  }
+
+  /** Waits for the requests in flight, then closes every connection. */
   async close(): Promise<void> {
-    await this.agent.close();
+    await this.#shut((agent) => agent.close());
+  }
+
+  /** Closes every connection now, failing the requests in flight. */
+  async destroy(): Promise<void> {
+    await this.#shut((agent) => agent.destroy());
+  }
+
+  async #shut(end: (agent: Agent) => Promise<void>): Promise<void> {
+    const agents = [...this.#agents.values()];
+    this.#closed ??= agents[0] ?? new Agent();
+    if (!agents.includes(this.#closed)) agents.push(this.#closed);
+    this.#agents.clear();
+    await Promise.all(agents.map(end));
   }
 }

@@ -40,6 +40,12 @@ function takeProviderConcurrency(provider: ProviderRoute, grants: GrantSet): May
   return isPromise(answer) ? answer.then((granted) => grants.hold(granted)) : grants.hold(answer);
 }
 
+/** The client's error when the last attempt was abandoned for a timeout; otherwise 503. */
+const NO_PROVIDER_LEFT: Partial<Record<AbandonReason, () => GatewayError>> = {
+  deadline: gatewayErrors.firstTokenTimeout,
+  timeout: gatewayErrors.upstreamTimeout,
+};
+
 /**
  * The request's way through its providers (spec 2.5, 3.1): orders them (strategy and share
  * controller), then tries them one by one until an attempt commits a response or none is left.
@@ -69,6 +75,8 @@ class AttemptLoop implements HeadListener, AttemptListener {
   readonly #attempts: number;
   /** The first-token deadline of an attempt that is not the last of several. */
   readonly #deadline: number | undefined;
+  /** The client asked for a stream (`stream: true`): no `total_ms` unless one is configured. */
+  readonly #streamed: boolean;
   /** The attempt in progress. */
   #attempt: Attempt | undefined;
 
@@ -85,7 +93,11 @@ class AttemptLoop implements HeadListener, AttemptListener {
       parseJsonBody(ctx);
       ctx.usageInjected = injectsUsage(ctx.json);
     }
-    this.#deadline = ctx.json?.stream === true ? fallback?.firstTokenTimeoutMs : undefined;
+    // Whether the request streams decides its total timeout (a body named by `model-override` is
+    // parsed here, once).
+    parseJsonBody(ctx);
+    this.#streamed = ctx.json?.stream === true;
+    this.#deadline = this.#streamed ? fallback?.firstTokenTimeoutMs : undefined;
   }
 
   /**
@@ -162,6 +174,7 @@ class AttemptLoop implements HeadListener, AttemptListener {
         mode: responseModeFor(ctx, provider),
         // The deadline never cuts the last attempt of several: only a lone attempt ends in 504.
         deadlineMs: last && this.#attempts > 1 ? undefined : this.#deadline,
+        totalMs: this.#streamed ? provider.timeouts.streamTotalMs : provider.timeouts.totalMs,
       },
       grants,
       this,
@@ -206,16 +219,14 @@ class AttemptLoop implements HeadListener, AttemptListener {
     const ctx = this.#ctx;
     if (ctx.isClosed || reason === 'client_gone') return;
     const fallback = ctx.route!.fallback;
+    // A timeout fails over as a connection error does (`on_connection_error`).
     const failsOver =
       reason === 'deadline' ||
       reason === 'status' ||
       reason === 'embedded_error' ||
       fallback?.onConnectionError === true;
     if (attempt.last || !fallback || !failsOver) {
-      this.#deps.answer(
-        ctx,
-        reason === 'deadline' ? gatewayErrors.firstTokenTimeout() : gatewayErrors.upstreamUnavailable(),
-      );
+      this.#deps.answer(ctx, (NO_PROVIDER_LEFT[reason] ?? gatewayErrors.upstreamUnavailable)());
       return;
     }
     this.#deps.logger.info(

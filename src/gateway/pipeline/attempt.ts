@@ -80,7 +80,18 @@ export function injectsUsage(json: Record<string, unknown> | undefined): boolean
  * Why an attempt was given up before anything reached the client. `client_gone` is the client's
  * doing, not the provider's: it is never failed over and never counts against the provider.
  */
-export type AbandonReason = 'status' | 'embedded_error' | 'deadline' | 'connection_error' | 'client_gone';
+export type AbandonReason =
+  'status' | 'embedded_error' | 'deadline' | 'timeout' | 'connection_error' | 'client_gone';
+
+/** Which of a provider's `timeouts` ended an attempt. */
+export type TimeoutKind = 'connect' | 'headers' | 'idle' | 'total';
+
+/** undici's errors for the timeouts it enforces (the total is the attempt's own timer). */
+const UNDICI_TIMEOUTS: Readonly<Record<string, TimeoutKind>> = {
+  UND_ERR_CONNECT_TIMEOUT: 'connect',
+  UND_ERR_HEADERS_TIMEOUT: 'headers',
+  UND_ERR_BODY_TIMEOUT: 'idle',
+};
 
 /** The attempt loop: told when an attempt is abandoned, to fail over or answer. */
 export interface AttemptListener {
@@ -103,7 +114,9 @@ export interface AttemptDeps {
  *
  * It can be aborted (client gone, or deadline) and, when armed, owns the first-token deadline: a
  * timer started with the attempt and cancelled at commit. When the timer fires first, the attempt
- * is aborted, and the failure that abort causes is read as `deadline`.
+ * is aborted, and the failure that abort causes is read as `deadline`. It also owns the provider's
+ * `total_ms` (a timer that runs until the response is done: before the commit its expiry is a
+ * `timeout`, after it the response is cut); the other timeouts are undici's, read from its errors.
  *
  * An attempt is itself the grant the request holds for it (released when the request closes, if
  * not before): releasing it ends it and gives back the provider's limit slots it was given.
@@ -132,6 +145,9 @@ export class Attempt implements Grant, AbandonListener {
   /** The request in flight to the provider, once sent. */
   #exchange: UpstreamExchange | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #totalTimer: NodeJS.Timeout | undefined;
+  /** The timeout that ended this attempt, once one did. */
+  #timedOut: TimeoutKind | undefined;
 
   constructor(
     ctx: RequestContext,
@@ -141,6 +157,8 @@ export class Attempt implements Grant, AbandonListener {
       last: boolean;
       mode: ResponseMode;
       deadlineMs: number | undefined;
+      /** The provider's `total_ms` for this request (none for a stream unless configured). */
+      totalMs: number | undefined;
     },
     grants: GrantSet | undefined,
     listener: AttemptListener,
@@ -164,6 +182,23 @@ export class Attempt implements Grant, AbandonListener {
         this.abort();
       }, plan.deadlineMs);
     }
+    if (plan.totalMs !== undefined) {
+      this.#totalTimer = setTimeout(() => {
+        this.#timedOut ??= 'total';
+        this.abort();
+      }, plan.totalMs);
+    }
+  }
+
+  /**
+   * The timeout behind `error` (undici's connect, headers or idle timeout, or the abort of this
+   * attempt's `total_ms`), remembered as the one that ended the attempt; undefined for any other
+   * failure.
+   */
+  timeoutOf(error: Error & { code?: string }): TimeoutKind | undefined {
+    const kind = this.#timedOut ?? (error.code === undefined ? undefined : UNDICI_TIMEOUTS[error.code]);
+    this.#timedOut = kind;
+    return kind;
   }
 
   /** Another provider may be tried if this attempt is abandoned (spec 2.5: `fallback` and attempts left). */
@@ -225,6 +260,13 @@ export class Attempt implements Grant, AbandonListener {
         this.probe?.deadlineExpired(this.elapsedMs());
         setAttemptError(this.span, 'first_token_timeout');
         break;
+      case 'timeout':
+        // Spec 3: a connection never made is an unknown outcome; a provider that took the request
+        // and produced no first token in time expired a deadline (a breach once past the budget).
+        if (this.#timedOut === 'connect') this.probe?.unknown();
+        else this.probe?.deadlineExpired(this.elapsedMs());
+        setAttemptError(this.span, `${this.#timedOut ?? 'total'}_timeout`);
+        break;
       case 'connection_error':
         this.probe?.unknown();
         setAttemptError(this.span, error?.code ?? 'error');
@@ -257,6 +299,21 @@ export class Attempt implements Grant, AbandonListener {
       return;
     }
     const deps = this.#deps;
+    const timeout = this.timeoutOf(error);
+    if (timeout !== undefined) {
+      deps.metrics.upstreamErrors.inc({ model: ctx.modelLabel, reason: `${timeout}_timeout` });
+      deps.logger.warn(
+        {
+          model: ctx.modelLabel,
+          provider: this.provider.name,
+          attempt: this.number,
+          timeout: `${timeout}_ms`,
+        },
+        'upstream request timed out',
+      );
+      this.abandon('timeout', undefined, error);
+      return;
+    }
     deps.metrics.upstreamErrors.inc({
       model: ctx.modelLabel,
       reason: phase === 'body' ? 'body' : (error.code ?? 'error'),
@@ -299,6 +356,7 @@ export class Attempt implements Grant, AbandonListener {
     if (this.#released) return;
     this.#released = true;
     this.#cancelDeadline();
+    clearTimeout(this.#totalTimer);
     this.#ctx.offAbandon(this);
     this.probe?.end();
     endSpan(this.span);
@@ -346,7 +404,10 @@ export function send(
         method: method as Dispatcher.HttpMethod,
         headers,
         body: BODYLESS_METHODS.has(method) ? null : (body ?? null),
+        headersTimeout: provider.upstreamTimeouts.headersTimeout,
+        bodyTimeout: provider.upstreamTimeouts.bodyTimeout,
       },
+      provider.upstreamTimeouts,
       listener,
     );
   } catch (error) {

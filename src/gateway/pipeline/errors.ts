@@ -109,6 +109,10 @@ export const gatewayErrors = {
   /** A bug on the request path (logged where it is caught). */
   internal: () =>
     make(500, 'api_error', 'internal_error', 'Internal gateway error.', { outcome: 'internal_error' }),
+  upstreamTimeout: () =>
+    make(504, 'api_error', 'upstream_timeout', 'The upstream provider did not answer in time.', {
+      outcome: 'timeout',
+    }),
   firstTokenTimeout: () =>
     make(504, 'api_error', 'first_token_timeout', 'No provider produced a first token before the deadline.', {
       outcome: 'timeout',

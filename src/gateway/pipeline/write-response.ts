@@ -205,9 +205,15 @@ function streamServed(ctx: RequestContext, served: ServedStream): void {
 }
 
 function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
-  deps.metrics.upstreamErrors.inc({ model: ctx.modelLabel, reason: 'body' });
+  const timeout = attempt.timeoutOf(error);
+  deps.metrics.upstreamErrors.inc({
+    model: ctx.modelLabel,
+    reason: timeout === undefined ? 'body' : `${timeout}_timeout`,
+  });
   deps.logger.warn(
-    { model: ctx.modelLabel, provider: attempt.provider.name, err: error.message },
+    timeout === undefined
+      ? { model: ctx.modelLabel, provider: attempt.provider.name, err: error.message }
+      : { model: ctx.modelLabel, provider: attempt.provider.name, timeout: `${timeout}_ms` },
     'upstream response body failed after the response started; client response cut',
   );
 }

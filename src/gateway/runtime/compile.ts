@@ -1,6 +1,6 @@
 import { buildKeyIndex } from '../auth/keys.js';
 import { describePool, type AimdRegistry } from '../balance/aimd-registry.js';
-import { parseEndpoint } from '../http/upstream.js';
+import { parseEndpoint, upstreamTimeouts } from '../http/upstream.js';
 import { compileReasoningTranslation } from '../reasoning/index.js';
 import type { BatchLimiterFactory } from '../limits/batch.js';
 import type { LimiterFactory } from '../limits/redis/store.js';
@@ -21,8 +21,10 @@ import {
   DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
   DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
   requestClassOf,
+  resolveTimeouts,
   type FallbackConfig,
   type Pricing,
+  type TimeoutsConfig,
 } from '../config/schema/index.js';
 import type { ResolvedGatewayConfig, ResolvedProvider, ResolvedTarget } from '../config/secrets.js';
 
@@ -113,7 +115,7 @@ export function compileRuntime(
     const defaultPool = config.targets[model] ?? target;
     const auth = keys.target(key)!;
     const subject = { scope: 'target' as const, subject: key };
-    const providers = compileProviders(key, target, limiters);
+    const providers = compileProviders(key, target, config.timeouts, limiters);
     routes.set(key, {
       key,
       model,
@@ -166,6 +168,7 @@ function strategyOf(target: ResolvedTarget): RouteStrategy {
 function compileProviders(
   poolKey: string,
   target: ResolvedTarget,
+  rootTimeouts: TimeoutsConfig | undefined,
   limiters: LimiterFactory,
 ): ProviderRoute[] {
   const entries: readonly ResolvedProvider[] = target.providers ?? [
@@ -196,6 +199,7 @@ function compileProviders(
     if (isPool)
       for (const [n, v] of Object.entries(entry.response_headers ?? {})) merged.set(n.toLowerCase(), v);
     const subject = { scope: 'provider' as const, subject: `${poolKey}/${name}` };
+    const timeouts = resolveTimeouts(isPool ? entry.timeouts : undefined, target.timeouts, rootTimeouts);
     return {
       name,
       index,
@@ -211,6 +215,8 @@ function compileProviders(
       sanitizeResponse: entry.sanitize_response ?? target.sanitize_response ?? false,
       propagateTraceContext: entry.propagate_trace_context ?? trusted,
       pricing: tokenPrices(entry.pricing ?? target.pricing),
+      timeouts,
+      upstreamTimeouts: upstreamTimeouts(timeouts),
       rateLimit:
         isPool && entry.rate_limit
           ? limiters.tokenBucket(limiterId.providerRate(poolKey, name), entry.rate_limit, subject)

@@ -2,7 +2,8 @@ import type { KeyIndex, TargetAuth } from '../auth/keys.js';
 import type { ShareController } from '../balance/aimd.js';
 import type { RouteStrategy } from '../balance/strategies.js';
 import type { CompiledReasoning } from '../reasoning/index.js';
-import type { UpstreamEndpoint } from '../http/upstream.js';
+import type { UpstreamEndpoint, UpstreamTimeouts } from '../http/upstream.js';
+import type { ResolvedTimeouts } from '../config/schema/index.js';
 import type { BatchLimiter, ConcurrencyLimiter, InflightLimiter, RateLimiter } from '../limits/types.js';
 
 /**
@@ -90,6 +91,10 @@ export interface ProviderRoute {
   readonly reasoning: CompiledReasoning | undefined;
   /** Token prices per million (the entry's, else the pool's), or undefined: no cost counted. */
   readonly pricing: TokenPrices | undefined;
+  /** Upstream timeouts: the entry's, else the pool's, else the top level's, else the defaults. */
+  readonly timeouts: ResolvedTimeouts;
+  /** How the connect, headers and idle timeouts are carried out (`upstreamTimeouts`). */
+  readonly upstreamTimeouts: UpstreamTimeouts;
 }
 
 export interface TokenPrices {

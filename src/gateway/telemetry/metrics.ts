@@ -391,14 +391,14 @@ export class GatewayMetrics {
     });
     this.upstreamErrors = new Counter({
       name: name('upstream_errors_total'),
-      help: 'Upstream attempts that failed before or during the response (connect, reset, timeout).',
+      help: 'Upstream attempts that failed before or during the response, by reason: an undici error code (connect error, reset), body (broken after the response started), or connect_timeout, headers_timeout, idle_timeout, total_timeout.',
       labelNames: ['model', 'reason'],
       registers,
     });
 
     this.upstreamAttempts = new Counter({
       name: name('upstream_attempts_total'),
-      help: 'Upstream attempts by provider and outcome: committed (served the client), status, embedded_error, deadline, connection_error, local_refusal, client_gone.',
+      help: 'Upstream attempts by provider and outcome: committed (served the client), status, embedded_error, deadline, timeout, connection_error, local_refusal, client_gone.',
       labelNames: ATTEMPT_LABELS,
       registers,
       collect: () => flushCounts(this.upstreamAttempts, this.#attemptCounts),

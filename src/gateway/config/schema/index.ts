@@ -36,6 +36,8 @@ export type { ReasoningSurface, ReasoningTranslation, ReasoningWrite } from './r
 export { AIMD_DEFAULTS, AimdOverridesSchema, resolveAimd } from './aimd.js';
 export type { AimdOverrides, AimdParameters } from './aimd.js';
 export { FallbackSchema } from './fallback.js';
+export { TIMEOUT_DEFAULTS, TimeoutsSchema, resolveTimeouts } from './timeouts.js';
+export type { ResolvedTimeouts, TimeoutsConfig } from './timeouts.js';
 export type { FallbackConfig } from './fallback.js';
 export {
   PricingSchema,

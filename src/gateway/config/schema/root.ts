@@ -5,6 +5,7 @@ import { closestMatch } from '../suggest.js';
 import { ALIAS_PATTERN, uniqueItems } from './fields.js';
 import { AuthSchema } from './auth.js';
 import { TargetSchema, UsageSchema } from './target.js';
+import { TimeoutsSchema } from './timeouts.js';
 
 const TargetsSchema = z
   .record(
@@ -59,6 +60,9 @@ export const GatewayConfigSchema = z
       ),
     auth: AuthSchema.optional().describe('Global authentication.'),
     usage: UsageSchema.optional().describe('Usage reading for every target (a target may override it).'),
+    timeouts: TimeoutsSchema.optional().describe(
+      'Upstream timeouts of every target (a target or a provider entry may override them field by field).',
+    ),
     targets: TargetsSchema.describe(
       'Model alias -> target. A request selects the alias with its body `model` or the `model-override` header. A key `alias:class` whose `alias` is also a key is a request-class pool of that alias.',
     ),

@@ -19,6 +19,7 @@ import { ConcurrencyLimitSchema, RateLimitSchema } from './limits.js';
 import { ReasoningTranslationSchema } from './reasoning.js';
 import { resolveAimd } from './aimd.js';
 import { FallbackSchema } from './fallback.js';
+import { TimeoutsSchema } from './timeouts.js';
 
 const ResponseHeadersSchema = z.record(HeaderNameSchema, HeaderValueSchema).superRefine((headers, ctx) => {
   // Header names are case-insensitive: two spellings of one name would make the winner arbitrary.
@@ -152,6 +153,11 @@ function upstreamFields(scope: 'target' | 'provider') {
       onProvider
         ? "Token prices of this provider; replaces the pool's `pricing`."
         : 'Token prices for `gateway_cost_total`. On a pool it is the default for provider entries without their own. Absent: no cost is counted.',
+    ),
+    timeouts: TimeoutsSchema.optional().describe(
+      onProvider
+        ? "Upstream timeouts of this provider; override the pool's `timeouts` (and the top-level ones) field by field."
+        : 'Upstream timeouts of this target (on a pool, the default of every provider entry); override the top-level `timeouts` field by field.',
     ),
     strict_mode: globalOnly(),
   };
