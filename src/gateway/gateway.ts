@@ -5,6 +5,7 @@ import { resolveLoaded, type SecretReferences } from './config/secrets.js';
 import { ConfigWatcher, type ConfigChange } from './config/watch.js';
 import { AimdMetrics } from './balance/aimd-metrics.js';
 import { AimdRegistry } from './balance/aimd-registry.js';
+import { OutlierMetrics, OutlierRegistry } from './balance/outliers.js';
 import { createAdminServer } from './http/admin-server.js';
 import { ConnectionTracker } from './lifecycle/connection-tracker.js';
 import { listenOn } from './http/listen.js';
@@ -77,10 +78,15 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   const upstream = new UpstreamClient();
   const aimd = new AimdRegistry({ metrics: new AimdMetrics(metrics.registry, metrics.prefix) });
   const sharedLimits = options.sharedState ? await openSharedLimits(options, metrics, logger) : undefined;
+  const outliers = new OutlierRegistry({
+    metrics: new OutlierMetrics(metrics.registry, metrics.prefix),
+    logger,
+  });
   const compileOptions = {
     enforceBatchInflight: options.enforceBatchInflight,
     batchLimiter: deps.batchLimiter,
     aimd,
+    outliers,
     sharedLimits,
   };
   const compiled = compileRuntime(initial.config, initial.hash, undefined, compileOptions);
@@ -89,6 +95,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     throw new ConfigLoadError(options.targets, compiled.issues);
   }
   let runtime = compiled.table;
+  outliers.commit();
   metrics.configInfo.set({ hash: initial.hash }, 1);
   metrics.configLastReloadSuccess.set(Date.now() / 1000);
   metrics.configLastReloadSuccessful.set(1);
@@ -130,6 +137,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     const next = compiledNext.table;
     const previousHash = runtime.hash;
     runtime = next;
+    outliers.commit();
     metrics.configReloads.inc({ result: 'success' });
     metrics.configLastReloadSuccessful.set(1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);
@@ -227,6 +235,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
       shutdownPromise ??= (async () => {
         watcher.stop();
         aimd.stop();
+        outliers.stop();
         return runShutdown(
           {
             lifecycle,

@@ -124,6 +124,7 @@ describe('valid configurations', () => {
       ),
     ],
   ];
+  valid.push(['outlier detection with its defaults', withTargets({ p: pool({ outlier_detection: {} }) })]);
   valid.push([
     'timeouts at the top level, on a target and on a provider entry',
     withTargets(
@@ -183,6 +184,22 @@ const invalid: Case[] = [
     'an unknown timeout field',
     withTargets({ p: pool({}, [{ url: 'http://a', timeouts: { read_ms: 5 } }]) }),
     [['$.targets.p.providers[0].timeouts.read_ms', 'unknown']],
+  ],
+  // Outlier detection
+  [
+    'outlier_detection on a single-provider target',
+    withTargets({ a: single({ outlier_detection: {} }) }),
+    [['$.targets.a.outlier_detection', 'only applies to a pool']],
+  ],
+  [
+    'an ejection cap below its base',
+    withTargets({ p: pool({ outlier_detection: { base_ejection_ms: 60_000, max_ejection_ms: 1_000 } }) }),
+    [['$.targets.p.outlier_detection.max_ejection_ms', 'at least `base_ejection_ms` (60000)']],
+  ],
+  [
+    'max_ejected_percent above 100',
+    withTargets({ p: pool({ outlier_detection: { max_ejected_percent: 101 } }) }),
+    [['$.targets.p.outlier_detection.max_ejected_percent', '<= 100']],
   ],
   // Placement of fields
   [

@@ -85,8 +85,11 @@ class AttemptLoop implements HeadListener, AttemptListener {
     this.#deps = deps;
     const route = ctx.route!;
     const fallback = route.fallback;
-    this.#order = attemptOrder(route.strategy, route.providers, Math.random, route.share);
-    this.#attempts = fallback?.maxAttempts ?? 1;
+    const order = attemptOrder(route.strategy, route.providers, Math.random, route.share);
+    // Ejected providers are skipped whatever the strategy and the share controller chose; a pool
+    // always keeps at least one provider in selection.
+    this.#order = route.outliers === undefined ? order : route.outliers.withoutEjected(order);
+    this.#attempts = Math.min(fallback?.maxAttempts ?? 1, this.#order.length);
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
     if (route.requestUsageInStreams && streamEndsWithDone(ctx.path)) {

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { AttemptProbe } from '../balance/aimd.js';
+import type { AttemptHealth } from '../balance/outliers.js';
 import type { ProviderRoute } from '../runtime/table.js';
 import { forwardRequestHeaders, requestHeaderDrop } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
@@ -148,6 +149,8 @@ export class Attempt implements Grant, AbandonListener {
   #totalTimer: NodeJS.Timeout | undefined;
   /** The timeout that ended this attempt, once one did. */
   #timedOut: TimeoutKind | undefined;
+  /** What this attempt says of its provider's health, for outlier detection (at release). */
+  #health: AttemptHealth | undefined;
 
   constructor(
     ctx: RequestContext,
@@ -211,6 +214,21 @@ export class Attempt implements Grant, AbandonListener {
     return !this.last && this.#ctx.route!.fallback?.onStatus(status) === true;
   }
 
+  /**
+   * The provider answered `status` (its response's, or that of an error inside a 200): the share
+   * controller hears it, and outlier detection reads a 5xx as a failure and anything else but a 429
+   * as a success.
+   */
+  observeStatus(status: number): void {
+    this.probe?.status(status);
+    this.#health = status >= 500 ? 'failure' : status === 429 ? undefined : 'success';
+  }
+
+  /** The provider's body broke after the commit (a reset, a timeout): a failure of the provider. */
+  cut(): void {
+    this.#health = 'failure';
+  }
+
   /** Aborts the upstream request (client gone, or deadline). */
   abort(): void {
     if (this.#aborted) return;
@@ -250,6 +268,8 @@ export class Attempt implements Grant, AbandonListener {
    */
   abandon(reason: AbandonReason, status?: number, error?: Error & { code?: string }): void {
     this.#settle('abandoned');
+    if (reason === 'connection_error' || reason === 'timeout') this.#health = 'failure';
+    else if (reason === 'client_gone' || reason === 'deadline') this.#health = undefined;
     switch (reason) {
       case 'client_gone':
         // The client's departure says nothing of the provider (spec 3: a cancellation is unknown).
@@ -358,6 +378,7 @@ export class Attempt implements Grant, AbandonListener {
     this.#cancelDeadline();
     clearTimeout(this.#totalTimer);
     this.#ctx.offAbandon(this);
+    this.#ctx.route!.outliers?.record(this.provider.index, this.#health);
     this.probe?.end();
     endSpan(this.span);
     this.#grants?.release();

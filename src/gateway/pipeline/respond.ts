@@ -59,7 +59,7 @@ export function respond(
   deps: RespondDeps,
 ): MaybePromise<void> {
   const status = response.statusCode;
-  attempt.probe?.status(status);
+  attempt.observeStatus(status);
   if (status < 200 || status >= 300) {
     if (attempt.failsOverOn(status)) {
       response.discard();
@@ -93,7 +93,7 @@ export function respond(
  * for it when the pool fails over on that status (and another attempt is possible).
  */
 function abandonedForEmbeddedError(attempt: Attempt, response: UpstreamResponse, status: number): boolean {
-  attempt.probe?.status(status);
+  attempt.observeStatus(status);
   if (!attempt.failsOverOn(status)) return false;
   response.discard();
   attempt.abandon('embedded_error', status);

@@ -205,6 +205,7 @@ function streamServed(ctx: RequestContext, served: ServedStream): void {
 }
 
 function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
+  attempt.cut();
   const timeout = attempt.timeoutOf(error);
   deps.metrics.upstreamErrors.inc({
     model: ctx.modelLabel,

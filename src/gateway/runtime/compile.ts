@@ -1,5 +1,6 @@
 import { buildKeyIndex } from '../auth/keys.js';
 import { describePool, type AimdRegistry } from '../balance/aimd-registry.js';
+import type { OutlierRegistry, OutlierSettings } from '../balance/outliers.js';
 import { parseEndpoint, upstreamTimeouts } from '../http/upstream.js';
 import { compileReasoningTranslation } from '../reasoning/index.js';
 import type { BatchLimiterFactory } from '../limits/batch.js';
@@ -23,6 +24,7 @@ import {
   requestClassOf,
   resolveTimeouts,
   type FallbackConfig,
+  type OutlierDetectionConfig,
   type Pricing,
   type TimeoutsConfig,
 } from '../config/schema/index.js';
@@ -35,6 +37,11 @@ export interface CompileOptions {
   batchLimiter: BatchLimiterFactory | undefined;
   /** Share controllers across reloads; absent when compiling only to check a file. */
   aimd: AimdRegistry | undefined;
+  /**
+   * Pools' outlier ejection state across reloads; absent when compiling only to check a file. The
+   * caller commits it once the compiled table is in use.
+   */
+  outliers?: OutlierRegistry | undefined;
   /**
    * Limits shared across replicas (`--shared-state`): when given, every token bucket, concurrency
    * limit, account in-flight limit and enforced batch cap comes from it instead of the in-memory
@@ -102,6 +109,7 @@ export function compileRuntime(
   };
 
   const routes = new Map<string, AliasRoute>();
+  options.outliers?.begin();
   const targetKeys = Object.keys(config.targets);
   const modelOf = (key: string): string => requestClassOf(key, targetKeys)?.alias ?? key;
   // Last of the stateful steps: rebuilding parks and retires controllers of the previous table.
@@ -134,6 +142,15 @@ export function compileRuntime(
       strategy: strategyOf(target),
       providers,
       fallback: compileFallback(target.fallback, providers.length),
+      outliers:
+        target.outlier_detection === undefined
+          ? undefined
+          : options.outliers?.pool(
+              model,
+              key,
+              providers.map((p) => p.name),
+              outlierSettings(target.outlier_detection),
+            ),
       requestUsageInStreams: target.usage?.request_in_streams ?? config.usage?.request_in_streams ?? false,
       share: shares?.get(key),
       reasoning: providers.map((p) => p.reasoning),
@@ -260,6 +277,15 @@ function compileFallback(
     // The schema keeps max_attempts between 1 and the pool's size; this is the one place it is resolved.
     maxAttempts: fallback.max_attempts ?? providerCount,
     firstTokenTimeoutMs: fallback.first_token_timeout_ms,
+  };
+}
+
+function outlierSettings(config: OutlierDetectionConfig): OutlierSettings {
+  return {
+    consecutiveFailures: config.consecutive_failures,
+    baseEjectionMs: config.base_ejection_ms,
+    maxEjectionMs: config.max_ejection_ms,
+    maxEjectedPercent: config.max_ejected_percent,
   };
 }
 

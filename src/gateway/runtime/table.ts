@@ -1,5 +1,6 @@
 import type { KeyIndex, TargetAuth } from '../auth/keys.js';
 import type { ShareController } from '../balance/aimd.js';
+import type { PoolOutliers } from '../balance/outliers.js';
 import type { RouteStrategy } from '../balance/strategies.js';
 import type { CompiledReasoning } from '../reasoning/index.js';
 import type { UpstreamEndpoint, UpstreamTimeouts } from '../http/upstream.js';
@@ -59,6 +60,8 @@ export interface AliasRoute {
   readonly strategy: RouteStrategy;
   readonly providers: readonly ProviderRoute[];
   readonly fallback: FallbackPolicy | undefined;
+  /** Outlier ejection of the pool's providers (`outlier_detection`), or undefined when off. */
+  readonly outliers: PoolOutliers | undefined;
   /** Streamed chat and text completions ask for usage when the client did not (`usage.request_in_streams`). */
   readonly requestUsageInStreams: boolean;
   /** The first-token share controller of an eligible priority pool (spec 3.1). */

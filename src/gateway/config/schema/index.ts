@@ -37,6 +37,8 @@ export { AIMD_DEFAULTS, AimdOverridesSchema, resolveAimd } from './aimd.js';
 export type { AimdOverrides, AimdParameters } from './aimd.js';
 export { FallbackSchema } from './fallback.js';
 export { TIMEOUT_DEFAULTS, TimeoutsSchema, resolveTimeouts } from './timeouts.js';
+export { OUTLIER_DEFAULTS, OutlierDetectionSchema } from './outliers.js';
+export type { OutlierDetectionConfig } from './outliers.js';
 export type { ResolvedTimeouts, TimeoutsConfig } from './timeouts.js';
 export type { FallbackConfig } from './fallback.js';
 export {

@@ -20,6 +20,7 @@ import { ReasoningTranslationSchema } from './reasoning.js';
 import { resolveAimd } from './aimd.js';
 import { FallbackSchema } from './fallback.js';
 import { TimeoutsSchema } from './timeouts.js';
+import { OutlierDetectionSchema } from './outliers.js';
 
 const ResponseHeadersSchema = z.record(HeaderNameSchema, HeaderValueSchema).superRefine((headers, ctx) => {
   // Header names are case-insensitive: two spellings of one name would make the winner arbitrary.
@@ -210,6 +211,9 @@ const TargetObjectSchema = z.strictObject({
   fallback: FallbackSchema.optional().describe(
     'Retry and failover across the providers. Pools only. Absent: a single attempt per request.',
   ),
+  outlier_detection: OutlierDetectionSchema.optional().describe(
+    'Ejects a failing provider from selection for a while. Pools only. Absent: off.',
+  ),
   keys: z
     .array(secretOr(ClientKeyLiteralSchema))
     .optional()
@@ -308,7 +312,7 @@ function checkTarget(target: TargetConfig, ctx: z.RefinementCtx): void {
         path: [],
         message: 'a target needs either `url` (single provider) or `providers` (pool)',
       });
-    for (const field of ['strategy', 'fallback'] as const)
+    for (const field of ['strategy', 'fallback', 'outlier_detection'] as const)
       if (target[field] !== undefined)
         ctx.addIssue({
           code: 'custom',

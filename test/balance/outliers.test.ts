@@ -1,0 +1,78 @@
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { OutlierMetrics, PoolOutliers, type OutlierSettings } from '../../src/gateway/balance/outliers.js';
+import { createLogger } from '../../src/gateway/telemetry/logger.js';
+
+/** Ejection bookkeeping of one pool: which answers count, and how many providers may be out. */
+
+const SETTINGS: OutlierSettings = {
+  consecutiveFailures: 3,
+  baseEjectionMs: 60_000,
+  maxEjectionMs: 60_000,
+  maxEjectedPercent: 100,
+};
+const providers = (n: number) => Array.from({ length: n }, (_, index) => ({ index }));
+
+let pools: PoolOutliers[] = [];
+function pool(size: number, settings: Partial<OutlierSettings> = {}): PoolOutliers {
+  const names = Array.from({ length: size }, (_, i) => `p${i}`);
+  const deps = {
+    metrics: new OutlierMetrics(new Registry(), 'gateway'),
+    logger: createLogger({ level: 'silent' }),
+  };
+  const created = new PoolOutliers('m', 'm', names, { ...SETTINGS, ...settings }, deps);
+  pools.push(created);
+  return created;
+}
+afterEach(() => {
+  for (const created of pools) created.stop();
+  pools = [];
+});
+
+const selected = (outliers: PoolOutliers, size: number): number[] =>
+  outliers.withoutEjected(providers(size)).map((p) => p.index);
+
+describe('PoolOutliers', () => {
+  it('ejects after consecutive failures only: a success in between starts the count again', () => {
+    const outliers = pool(3);
+    outliers.record(0, 'failure');
+    outliers.record(0, 'failure');
+    outliers.record(0, 'success');
+    outliers.record(0, 'failure');
+    outliers.record(0, 'failure');
+    expect(selected(outliers, 3)).toEqual([0, 1, 2]);
+    outliers.record(0, 'failure');
+    expect(selected(outliers, 3)).toEqual([1, 2]);
+  });
+
+  it('a neutral answer (a 429, a client that left) neither counts nor clears', () => {
+    const outliers = pool(2);
+    outliers.record(1, 'failure');
+    outliers.record(1, undefined);
+    outliers.record(1, 'failure');
+    outliers.record(1, undefined);
+    outliers.record(1, 'failure');
+    expect(selected(outliers, 2)).toEqual([0]);
+  });
+
+  it('ejects at most max_ejected_percent of the pool, rounded down, and never its last provider', () => {
+    const half = pool(4, { consecutiveFailures: 1, maxEjectedPercent: 50 });
+    for (let i = 0; i < 4; i++) half.record(i, 'failure');
+    expect(selected(half, 4)).toEqual([2, 3]);
+
+    const all = pool(2, { consecutiveFailures: 1, maxEjectedPercent: 100 });
+    all.record(0, 'failure');
+    all.record(1, 'failure');
+    expect(selected(all, 2)).toEqual([1]);
+
+    const small = pool(3, { consecutiveFailures: 1, maxEjectedPercent: 10 });
+    small.record(0, 'failure');
+    expect(selected(small, 3)).toEqual([0, 1, 2]);
+  });
+
+  it('with none ejected, selection hands back the order itself (no copy)', () => {
+    const outliers = pool(2);
+    const order = providers(2);
+    expect(outliers.withoutEjected(order)).toBe(order);
+  });
+});
