@@ -15,7 +15,7 @@ export const GATEWAY_DESCRIPTIONS: Record<GatewayKind, string> = {
   plain: 'one alias, one provider, no keys',
   limits:
     'keyed auth (named key with account), key + target rate limit, key + target concurrency limit, account in-flight limit',
-  pool: 'priority pool of two providers, fallback (on 429/5xx and connection errors), AIMD share controller',
+  pool: 'priority pool of two providers, fallback (on 429/5xx and connection errors), AIMD share controller, outlier ejection, provider timeouts',
   strict: 'strict_mode: true, one alias',
 };
 
@@ -69,6 +69,10 @@ export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Reco
               max_attempts: 2,
               aimd: { latency_budget_ms: 2000 },
             },
+            // Every attempt's outcome is recorded for ejection (none is ejected: nothing fails);
+            // a short headers timeout is timed per request by the gateway itself.
+            outlier_detection: {},
+            timeouts: { headers_ms: 5_000, idle_ms: 30_000, total_ms: 60_000 },
           },
         },
       };

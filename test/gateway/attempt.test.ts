@@ -98,6 +98,7 @@ const provider = {
   responseHeaders: [],
   gatewayKey: undefined,
   propagateTraceContext: false,
+  timeouts: { connectMs: 10_000, headersMs: 300_000, idleMs: 300_000, totalMs: 600_000 },
 } as unknown as ProviderRoute;
 
 interface Case {

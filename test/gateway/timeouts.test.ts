@@ -33,6 +33,7 @@ const ANSWERS: Record<string, UpstreamHandler> = {
   // Headers at once, then the body one byte every 100 ms: never idle, never done.
   trickles: (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
+    res.flushHeaders();
     const timer = setInterval(() => res.write(' '), 100);
     res.once('close', () => clearInterval(timer));
   },
@@ -66,7 +67,12 @@ beforeAll(async () => {
       },
       alone: { url: upstream.url, gateway_model: 'silent' },
       stalls: { url: upstream.url, gateway_model: 'stalls', timeouts: { idle_ms: 300 } },
-      trickles: { url: upstream.url, gateway_model: 'trickles', timeouts: { total_ms: 500 } },
+      // A total beyond connect + headers is armed when the head arrives with the body still to come.
+      trickles: {
+        url: upstream.url,
+        gateway_model: 'trickles',
+        timeouts: { connect_ms: 200, headers_ms: 300, total_ms: 1_000 },
+      },
     },
   });
 }, 30_000);
@@ -161,9 +167,10 @@ describe('upstream timeouts', () => {
 
   it('total_ms ends a body that keeps trickling: cut after the commit, counted as a total timeout', async () => {
     const got = await post('trickles');
-    console.log(`trickles: cut after ${got.ms.toFixed(0)} ms (total_ms 500)`);
+    console.log(`trickles: cut after ${got.ms.toFixed(0)} ms (total_ms 1000)`);
     expect(got.status).toBe(200);
     expect(got.failed).toBe(true);
+    expect(got.ms).toBeGreaterThanOrEqual(990);
     expect(got.ms).toBeLessThan(5_000);
     expect(await metric('gateway_requests_total', { model: 'trickles', outcome: 'upstream_cut' })).toBe(1);
     expect(

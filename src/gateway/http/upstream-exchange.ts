@@ -45,6 +45,11 @@ export class UpstreamResponse {
     return this.#exchange.bodyArrived;
   }
 
+  /** The provider's body has ended (or failed) already: nothing more will come from it. */
+  get bodyComplete(): boolean {
+    return this.#exchange.bodyComplete;
+  }
+
   /**
    * Hands the body to `consumer`, chunk by chunk; what arrived before is delivered at once (unless
    * paused). A later call replaces the consumer: the chunks not delivered yet, and the body's end,
@@ -157,6 +162,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
       // Reported back through onResponseError (or onRequestStart when not started yet).
       this.#controller?.abort(new errors.RequestAbortedError());
     }
+  }
+
+  /** undici is done with the body: it ended or failed. */
+  get bodyComplete(): boolean {
+    return this.#bodyComplete;
   }
 
   /** Body bytes, or the body's end, arrived before anyone took the body. */

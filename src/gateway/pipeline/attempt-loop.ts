@@ -195,6 +195,7 @@ class AttemptLoop implements HeadListener, AttemptListener {
     const attempt = this.#attempt!;
     try {
       setAttemptStatus(attempt.span, response.statusCode);
+      attempt.headArrived(response.bodyComplete);
       // The attempt's grants and probe stay alive until the response is done with.
       this.#ctx.hold(attempt);
       const responding = respond(this.#ctx, attempt, response, this.#deps);

@@ -147,6 +147,8 @@ export class Attempt implements Grant, AbandonListener {
   #exchange: UpstreamExchange | undefined;
   #timer: NodeJS.Timeout | undefined;
   #totalTimer: NodeJS.Timeout | undefined;
+  /** A `total_ms` to arm when the response head arrives (see the constructor). */
+  #totalMs: number | undefined;
   /** The timeout that ended this attempt, once one did. */
   #timedOut: TimeoutKind | undefined;
   /** What this attempt says of its provider's health, for outlier detection (at release). */
@@ -185,12 +187,30 @@ export class Attempt implements Grant, AbandonListener {
         this.abort();
       }, plan.deadlineMs);
     }
-    if (plan.totalMs !== undefined) {
-      this.#totalTimer = setTimeout(() => {
-        this.#timedOut ??= 'total';
-        this.abort();
-      }, plan.totalMs);
+    const totalMs = plan.totalMs;
+    if (totalMs !== undefined) {
+      // A total longer than the connect and headers timeouts together cannot expire before the
+      // response head: it is armed then, and only if the body is still to come (most bodies arrive
+      // with their head), so a request usually pays no timer for it.
+      const timeouts = plan.provider.timeouts;
+      if (totalMs <= timeouts.connectMs + timeouts.headersMs) this.#armTotal(totalMs);
+      else this.#totalMs = totalMs;
     }
+  }
+
+  /** The response head arrived; `bodyComplete`: its body has ended already. */
+  headArrived(bodyComplete: boolean): void {
+    const totalMs = this.#totalMs;
+    if (totalMs === undefined) return;
+    this.#totalMs = undefined;
+    if (!bodyComplete) this.#armTotal(Math.max(0, totalMs - this.elapsedMs()));
+  }
+
+  #armTotal(ms: number): void {
+    this.#totalTimer = setTimeout(() => {
+      this.#timedOut ??= 'total';
+      this.abort();
+    }, ms);
   }
 
   /**
