@@ -21,6 +21,7 @@ function pool(size: number, settings: Partial<OutlierSettings> = {}): PoolOutlie
     logger: createLogger({ level: 'silent' }),
   };
   const created = new PoolOutliers('m', 'm', names, { ...SETTINGS, ...settings }, deps);
+  created.activate();
   pools.push(created);
   return created;
 }
@@ -68,6 +69,13 @@ describe('PoolOutliers', () => {
     const small = pool(3, { consecutiveFailures: 1, maxEjectedPercent: 10 });
     small.record(0, 'failure');
     expect(selected(small, 3)).toEqual([0, 1, 2]);
+  });
+
+  it('once stopped (its pool left the configuration), answers change nothing', () => {
+    const outliers = pool(2, { consecutiveFailures: 1 });
+    outliers.stop();
+    outliers.record(0, 'failure');
+    expect(selected(outliers, 2)).toEqual([0, 1]);
   });
 
   it('with none ejected, selection hands back the order itself (no copy)', () => {

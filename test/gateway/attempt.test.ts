@@ -98,7 +98,13 @@ const provider = {
   responseHeaders: [],
   gatewayKey: undefined,
   propagateTraceContext: false,
-  timeouts: { connectMs: 10_000, headersMs: 300_000, idleMs: 300_000, totalMs: 600_000 },
+  timeouts: {
+    connectMs: 10_000,
+    headersMs: 300_000,
+    idleMs: 300_000,
+    totalMs: 600_000,
+    streamTotalMs: undefined,
+  },
 } as unknown as ProviderRoute;
 
 interface Case {
@@ -166,12 +172,18 @@ async function attemptCase(options: {
   const attempt = new Attempt(
     ctx,
     {
-      provider,
+      // A configured `total_ms` (shorter than connect + headers: armed when the attempt starts).
+      provider:
+        options.totalMs === undefined
+          ? provider
+          : ({
+              ...provider,
+              timeouts: { ...provider.timeouts, streamTotalMs: options.totalMs },
+            } as ProviderRoute),
       number: 1,
       last: options.last,
       mode: options.mode ?? RAW,
       deadlineMs: options.deadlineMs,
-      totalMs: options.totalMs,
     },
     undefined,
     { attemptAbandoned: (_attempt, reason, status) => abandoned.push({ reason, status }) },

@@ -33,6 +33,9 @@ let dead: Awaited<ReturnType<typeof startResetting>>;
 let alsoDead: Awaited<ReturnType<typeof startResetting>>;
 let thirdDead: Awaited<ReturnType<typeof startResetting>>;
 let healthy: RecordingUpstream;
+/** Answers with the statuses queued in `script`, one per request (200 when it is empty). */
+let scripted: RecordingUpstream;
+const script: number[] = [];
 let gateway: StartedGateway;
 
 beforeAll(async () => {
@@ -43,8 +46,23 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(completion('ok')));
   });
+  scripted = await startUpstream((_req, res) => {
+    const status = script.shift() ?? 200;
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(status === 200 ? JSON.stringify(completion('ok')) : `{"error":{"message":"status ${status}"}}`);
+  });
   gateway = await startGateway({
     targets: {
+      // Statuses: 5xx fail over and count, 4xx (429 included) are served and count neither way.
+      statuses: {
+        strategy: 'priority',
+        fallback: { on_status: [5] },
+        outlier_detection: { consecutive_failures: 2 },
+        providers: [
+          { name: 'scripted', url: scripted.url },
+          { name: 'healthy', url: healthy.url },
+        ],
+      },
       // Priority with fallback: the share controller runs on this pool by default.
       pool: {
         strategy: 'priority',
@@ -72,6 +90,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.stop();
   await healthy?.close();
+  await scripted?.close();
   for (const server of [dead?.server, alsoDead?.server, thirdDead?.server]) server?.close();
 });
 
@@ -132,6 +151,21 @@ describe('outlier ejection', () => {
     expect(
       gateway.program.logs.some((line) => line.msg === 'provider returned to its pool on probation'),
     ).toBe(true);
+  });
+
+  it('counts a 5xx (529 included) as a failure, a 4xx (429 included) as nothing, a 2xx as a success', async () => {
+    // 500, then a 200 that clears the count, then 529: one failure in a row, not ejected.
+    script.push(500, 200, 529);
+    for (const expected of [200, 200, 200]) expect(await post('statuses')).toBe(expected);
+    expect(await gauge('statuses', 'scripted')).toBe(0);
+    // 429 and 400 in between count neither way: 529, 429, 400 after the earlier 529 make two in a row.
+    script.push(429, 400, 503);
+    expect(await post('statuses')).toBe(429);
+    expect(await post('statuses')).toBe(400);
+    expect(await gauge('statuses', 'scripted')).toBe(0);
+    expect(await post('statuses')).toBe(200);
+    expect(await gauge('statuses', 'scripted')).toBe(1);
+    expect(script).toEqual([]);
   });
 
   it('never ejects the last provider of a pool, whatever max_ejected_percent allows', async () => {

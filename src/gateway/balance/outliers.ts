@@ -69,6 +69,8 @@ export class PoolOutliers {
   /** How many providers may be ejected at once: the percentage of the pool, never all of it. */
   readonly #maxEjected: number;
   #ejectedCount = 0;
+  /** Left the configuration: requests still running on the old table change nothing. */
+  #stopped = false;
 
   constructor(
     model: string,
@@ -86,7 +88,11 @@ export class PoolOutliers {
       providerNames.length - 1,
       Math.floor((providerNames.length * settings.maxEjectedPercent) / 100),
     );
-    for (const name of providerNames) deps.metrics.ejected.set(this.#labels(name), 0);
+  }
+
+  /** The table holding this state is in use: its providers' gauges start at 0. */
+  activate(): void {
+    for (const provider of this.#providers) this.#deps.metrics.ejected.set(this.#labels(provider.name), 0);
   }
 
   /** `order` without the ejected providers: the same array when none is ejected. */
@@ -97,6 +103,7 @@ export class PoolOutliers {
 
   /** An attempt on provider `index` ended, saying `health` of it (undefined: nothing). */
   record(index: number, health: AttemptHealth | undefined): void {
+    if (this.#stopped) return;
     const provider = this.#providers[index]!;
     if (health === 'success') {
       provider.consecutive = 0;
@@ -144,6 +151,7 @@ export class PoolOutliers {
 
   /** Stops the return timers (the pool left the configuration, or the gateway stops). */
   stop(): void {
+    this.#stopped = true;
     for (const provider of this.#providers) {
       clearTimeout(provider.timer);
       if (provider.ejected) this.#deps.metrics.ejected.set(this.#labels(provider.name), 0);
@@ -169,14 +177,18 @@ export class OutlierRegistry {
     this.#next = new Map();
   }
 
-  /** The state of pool `pool` for the table being compiled. */
+  /**
+   * The state of pool `pool` for the table being compiled; `providerUrls` (by index, like the names)
+   * make a provider whose address changed a new one.
+   */
   pool(
     model: string,
     pool: string,
     providerNames: readonly string[],
+    providerUrls: readonly string[],
     settings: OutlierSettings,
   ): PoolOutliers {
-    const signature = JSON.stringify([model, providerNames, settings]);
+    const signature = JSON.stringify([model, providerNames, providerUrls, settings]);
     const kept = this.#pools.get(pool);
     const entry =
       kept?.signature === signature
@@ -186,9 +198,13 @@ export class OutlierRegistry {
     return entry.state;
   }
 
-  /** The compiled table is in use: the state of pools it no longer has is dropped. */
+  /**
+   * The compiled table is in use: the state of pools it no longer has is dropped, that of new ones
+   * shows in the gauges.
+   */
   commit(): void {
     for (const [pool, entry] of this.#pools) if (this.#next.get(pool) !== entry) entry.state.stop();
+    for (const [pool, entry] of this.#next) if (this.#pools.get(pool) !== entry) entry.state.activate();
     this.#pools = this.#next;
     this.#next = new Map();
   }

@@ -81,9 +81,10 @@ export function upstreamTimeouts(timeouts: {
 
 /**
  * The undici Agents of the process: each keeps a keep-alive connection pool per upstream origin, so
- * a reload that keeps a provider's URL keeps its warm connections. The connect timeout is a setting
- * of an Agent's connector, not of a request, so there is one Agent per connect timeout in use (a
- * handful: the values the configuration names); the headers and idle timeouts go with each request.
+ * a reload that keeps a provider's URL and `connect_ms` keeps its warm connections. The connect
+ * timeout is a setting of an Agent's connector, not of a request, so there is one Agent per connect
+ * timeout ever configured (a handful); one no longer used keeps nothing but idle connections, which
+ * close after the keep-alive time. The headers and idle timeouts go with each request.
  */
 export class UpstreamClient {
   readonly #agents = new Map<number, Agent>();

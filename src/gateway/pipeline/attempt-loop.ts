@@ -3,6 +3,7 @@ import type { ProviderRoute } from '../runtime/table.js';
 import type { UpstreamClient } from '../http/upstream.js';
 import type { HeadListener, UpstreamResponse } from '../http/upstream-exchange.js';
 import { setAttemptStatus } from '../telemetry/tracing.js';
+import { isEventStream } from '../http/headers.js';
 import { GrantSet } from '../limits/grant-set.js';
 import { isPromise, type MaybePromise, type Refusal } from '../limits/types.js';
 import { Attempt, bodyFor, injectsUsage, send, type AbandonReason, type AttemptListener } from './attempt.js';
@@ -71,12 +72,12 @@ class AttemptLoop implements HeadListener, AttemptListener {
   readonly #ctx: RequestContext;
   readonly #deps: AttemptLoopDeps;
   readonly #order: readonly ProviderRoute[];
-  /** How many providers may be tried (`max_attempts`, resolved when the table was compiled). */
+  /** How many providers may be tried: `max_attempts` (resolved at compile time), or fewer when ejection left fewer. */
   readonly #attempts: number;
   /** The first-token deadline of an attempt that is not the last of several. */
   readonly #deadline: number | undefined;
-  /** The client asked for a stream (`stream: true`): no `total_ms` unless one is configured. */
-  readonly #streamed: boolean;
+  /** `max_attempts` as configured, whatever ejection left: the first-token deadline's rule reads it. */
+  readonly #configuredAttempts: number;
   /** The attempt in progress. */
   #attempt: Attempt | undefined;
 
@@ -89,18 +90,15 @@ class AttemptLoop implements HeadListener, AttemptListener {
     // Ejected providers are skipped whatever the strategy and the share controller chose; a pool
     // always keeps at least one provider in selection.
     this.#order = route.outliers === undefined ? order : route.outliers.withoutEjected(order);
-    this.#attempts = Math.min(fallback?.maxAttempts ?? 1, this.#order.length);
+    this.#configuredAttempts = fallback?.maxAttempts ?? 1;
+    this.#attempts = Math.min(this.#configuredAttempts, this.#order.length);
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
     if (route.requestUsageInStreams && streamEndsWithDone(ctx.path)) {
       parseJsonBody(ctx);
       ctx.usageInjected = injectsUsage(ctx.json);
     }
-    // Whether the request streams decides its total timeout (a body named by `model-override` is
-    // parsed here, once).
-    parseJsonBody(ctx);
-    this.#streamed = ctx.json?.stream === true;
-    this.#deadline = this.#streamed ? fallback?.firstTokenTimeoutMs : undefined;
+    this.#deadline = ctx.json?.stream === true ? fallback?.firstTokenTimeoutMs : undefined;
   }
 
   /**
@@ -175,9 +173,9 @@ class AttemptLoop implements HeadListener, AttemptListener {
         number: index + 1,
         last,
         mode: responseModeFor(ctx, provider),
-        // The deadline never cuts the last attempt of several: only a lone attempt ends in 504.
-        deadlineMs: last && this.#attempts > 1 ? undefined : this.#deadline,
-        totalMs: this.#streamed ? provider.timeouts.streamTotalMs : provider.timeouts.totalMs,
+        // The deadline never cuts the last attempt of several (however many ejection left): only
+        // a lone attempt ends in 504.
+        deadlineMs: last && this.#configuredAttempts > 1 ? undefined : this.#deadline,
       },
       grants,
       this,
@@ -195,7 +193,7 @@ class AttemptLoop implements HeadListener, AttemptListener {
     const attempt = this.#attempt!;
     try {
       setAttemptStatus(attempt.span, response.statusCode);
-      attempt.headArrived(response.bodyComplete);
+      attempt.responseStarted(isEventStream(response.headers['content-type']), response.bodyComplete);
       // The attempt's grants and probe stay alive until the response is done with.
       this.#ctx.hold(attempt);
       const responding = respond(this.#ctx, attempt, response, this.#deps);

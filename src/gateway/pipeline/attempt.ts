@@ -113,7 +113,7 @@ export interface AttemptDeps {
  *   the outcome is recorded (metric, share controller, span, log), the provider's limit slots are
  *   given back, and the attempt loop decides whether the next provider is tried.
  *
- * It can be aborted (client gone, or deadline) and, when armed, owns the first-token deadline: a
+ * It can be aborted (client gone, deadline, or `total_ms`) and, when armed, owns the first-token deadline: a
  * timer started with the attempt and cancelled at commit. When the timer fires first, the attempt
  * is aborted, and the failure that abort causes is read as `deadline`. It also owns the provider's
  * `total_ms` (a timer that runs until the response is done: before the commit its expiry is a
@@ -147,8 +147,8 @@ export class Attempt implements Grant, AbandonListener {
   #exchange: UpstreamExchange | undefined;
   #timer: NodeJS.Timeout | undefined;
   #totalTimer: NodeJS.Timeout | undefined;
-  /** A `total_ms` to arm when the response head arrives (see the constructor). */
-  #totalMs: number | undefined;
+  /** `total_ms` is armed when the response head arrives (see the constructor). */
+  #totalAtHead = false;
   /** The timeout that ended this attempt, once one did. */
   #timedOut: TimeoutKind | undefined;
   /** What this attempt says of its provider's health, for outlier detection (at release). */
@@ -162,8 +162,6 @@ export class Attempt implements Grant, AbandonListener {
       last: boolean;
       mode: ResponseMode;
       deadlineMs: number | undefined;
-      /** The provider's `total_ms` for this request (none for a stream unless configured). */
-      totalMs: number | undefined;
     },
     grants: GrantSet | undefined,
     listener: AttemptListener,
@@ -187,27 +185,34 @@ export class Attempt implements Grant, AbandonListener {
         this.abort();
       }, plan.deadlineMs);
     }
-    const totalMs = plan.totalMs;
-    if (totalMs !== undefined) {
-      // A total longer than the connect and headers timeouts together cannot expire before the
-      // response head: it is armed then, and only if the body is still to come (most bodies arrive
-      // with their head), so a request usually pays no timer for it.
-      const timeouts = plan.provider.timeouts;
-      if (totalMs <= timeouts.connectMs + timeouts.headersMs) this.#armTotal(totalMs);
-      else this.#totalMs = totalMs;
-    }
+    // `total_ms`: a configured one bounds every attempt; the default only non-streamed responses.
+    // One longer than the connect and headers timeouts together cannot expire before the response
+    // head, and the default is not known to apply before it: those are armed when the head arrives,
+    // and only if the body is still to come (most bodies arrive with their head), so a request
+    // usually pays no timer for it.
+    const timeouts = plan.provider.timeouts;
+    const configured = timeouts.streamTotalMs;
+    if (configured !== undefined && configured <= timeouts.connectMs + timeouts.headersMs)
+      this.#armTotal(configured);
+    else this.#totalAtHead = true;
   }
 
-  /** The response head arrived; `bodyComplete`: its body has ended already. */
-  headArrived(bodyComplete: boolean): void {
-    const totalMs = this.#totalMs;
-    if (totalMs === undefined) return;
-    this.#totalMs = undefined;
-    if (!bodyComplete) this.#armTotal(Math.max(0, totalMs - this.elapsedMs()));
+  /**
+   * The response head arrived: a `total_ms` left for it is armed now, with what remains of it,
+   * unless the body has ended already or (for the default) the response is an event stream.
+   */
+  responseStarted(eventStream: boolean, bodyComplete: boolean): void {
+    if (!this.#totalAtHead) return;
+    this.#totalAtHead = false;
+    const timeouts = this.provider.timeouts;
+    const totalMs = timeouts.streamTotalMs ?? (eventStream ? undefined : timeouts.totalMs);
+    if (totalMs !== undefined && !bodyComplete) this.#armTotal(Math.max(0, totalMs - this.elapsedMs()));
   }
 
   #armTotal(ms: number): void {
     this.#totalTimer = setTimeout(() => {
+      // A body that has ended is only waiting for a slow client: nothing to cut.
+      if (this.#exchange?.bodyComplete === true) return;
       this.#timedOut ??= 'total';
       this.abort();
     }, ms);
@@ -218,7 +223,7 @@ export class Attempt implements Grant, AbandonListener {
    * attempt's `total_ms`), remembered as the one that ended the attempt; undefined for any other
    * failure.
    */
-  timeoutOf(error: Error & { code?: string }): TimeoutKind | undefined {
+  noteTimeout(error: Error & { code?: string }): TimeoutKind | undefined {
     const kind = this.#timedOut ?? (error.code === undefined ? undefined : UNDICI_TIMEOUTS[error.code]);
     this.#timedOut = kind;
     return kind;
@@ -236,12 +241,12 @@ export class Attempt implements Grant, AbandonListener {
 
   /**
    * The provider answered `status` (its response's, or that of an error inside a 200): the share
-   * controller hears it, and outlier detection reads a 5xx as a failure and anything else but a 429
-   * as a success.
+   * controller hears it, and outlier detection reads a 5xx as a failure, a 4xx (429 included) as
+   * nothing either way, and anything else as a success.
    */
   observeStatus(status: number): void {
     this.probe?.status(status);
-    this.#health = status >= 500 ? 'failure' : status === 429 ? undefined : 'success';
+    this.#health = status >= 500 ? 'failure' : status >= 400 ? undefined : 'success';
   }
 
   /** The provider's body broke after the commit (a reset, a timeout): a failure of the provider. */
@@ -339,7 +344,7 @@ export class Attempt implements Grant, AbandonListener {
       return;
     }
     const deps = this.#deps;
-    const timeout = this.timeoutOf(error);
+    const timeout = this.noteTimeout(error);
     if (timeout !== undefined) {
       deps.metrics.upstreamErrors.inc({ model: ctx.modelLabel, reason: `${timeout}_timeout` });
       deps.logger.warn(
@@ -398,7 +403,9 @@ export class Attempt implements Grant, AbandonListener {
     this.#cancelDeadline();
     clearTimeout(this.#totalTimer);
     this.#ctx.offAbandon(this);
-    this.#ctx.route!.outliers?.record(this.provider.index, this.#health);
+    // A response the client left before its end says nothing of the provider; a cut said so itself.
+    const health = this.#health === 'success' && !this.#ctx.res.writableFinished ? undefined : this.#health;
+    this.#ctx.route!.outliers?.record(this.provider.index, health);
     this.probe?.end();
     endSpan(this.span);
     this.#grants?.release();

@@ -172,7 +172,7 @@ class ForwardToClient extends ClientBodyWriter {
     const rest = this.#filter?.end();
     if (rest !== undefined) ctx.res.write(rest);
     if (served instanceof ServedStream) {
-      streamServed(ctx, served);
+      streamServed(ctx, this.attempt, served);
     } else {
       // An error inside the 200 reports no usage.
       const errorInside = served?.isError() === true;
@@ -197,16 +197,19 @@ class ForwardToClient extends ClientBodyWriter {
  * What a stream that reached its end served: its usage and first token, and how it ended (an
  * error event, or no `[DONE]` where the endpoint's streams end with one).
  */
-function streamServed(ctx: RequestContext, served: ServedStream): void {
+function streamServed(ctx: RequestContext, attempt: Attempt, served: ServedStream): void {
   const end = served.streamEnd();
   if (end === 'error') ctx.endedAs('upstream_error');
-  else if (end === 'other' && streamEndsWithDone(ctx.path)) ctx.endedAs('upstream_cut');
+  else if (end === 'other' && streamEndsWithDone(ctx.path)) {
+    ctx.endedAs('upstream_cut');
+    attempt.cut();
+  }
   ctx.served?.bodyDone(served.firstDataAt, served.usage());
 }
 
 function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
   attempt.cut();
-  const timeout = attempt.timeoutOf(error);
+  const timeout = attempt.noteTimeout(error);
   deps.metrics.upstreamErrors.inc({
     model: ctx.modelLabel,
     reason: timeout === undefined ? 'body' : `${timeout}_timeout`,
@@ -430,7 +433,10 @@ class TransformPump extends ClientBodyWriter {
         return;
       case 'clean':
         // Ended at an event boundary: complete, unless the endpoint's streams end with `[DONE]`.
-        if (streamEndsWithDone(this.ctx.path)) this.ctx.endedAs('upstream_cut');
+        if (streamEndsWithDone(this.ctx.path)) {
+          this.ctx.endedAs('upstream_cut');
+          this.attempt.cut();
+        }
         this.#finish('end');
         return;
       case 'overflow':
@@ -440,6 +446,7 @@ class TransformPump extends ClientBodyWriter {
         return;
       case 'incomplete':
         this.ctx.endedAs('upstream_cut');
+        this.attempt.cut();
         this.#finish('destroy');
         return;
     }

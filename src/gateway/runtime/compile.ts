@@ -149,6 +149,7 @@ export function compileRuntime(
               model,
               key,
               providers.map((p) => p.name),
+              providers.map((p) => p.endpoint.origin + p.endpoint.basePath),
               outlierSettings(target.outlier_detection),
             ),
       requestUsageInStreams: target.usage?.request_in_streams ?? config.usage?.request_in_streams ?? false,
