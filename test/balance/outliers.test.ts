@@ -1,6 +1,11 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { OutlierMetrics, PoolOutliers, type OutlierSettings } from '../../src/gateway/balance/outliers.js';
+import {
+  OutlierMetrics,
+  OutlierRegistry,
+  PoolOutliers,
+  type OutlierSettings,
+} from '../../src/gateway/balance/outliers.js';
 import { createLogger } from '../../src/gateway/telemetry/logger.js';
 
 /** Ejection bookkeeping of one pool: which answers count, and how many providers may be out. */
@@ -82,5 +87,45 @@ describe('PoolOutliers', () => {
     const outliers = pool(2);
     const order = providers(2);
     expect(outliers.withoutEjected(order)).toBe(order);
+  });
+});
+
+describe('OutlierRegistry: ejection state across reloads', () => {
+  const registry = () =>
+    new OutlierRegistry({
+      metrics: new OutlierMetrics(new Registry(), 'gateway'),
+      logger: createLogger({ level: 'silent' }),
+    });
+  const compile = (r: OutlierRegistry, urls: string[], settings = SETTINGS): PoolOutliers => {
+    r.begin();
+    const state = r.pool('m', 'pool', ['a', 'b'], urls, settings);
+    r.commit();
+    return state;
+  };
+
+  it('keeps the state of an unchanged pool; a changed address or setting starts afresh', () => {
+    const r = registry();
+    const first = compile(r, ['http://a', 'http://b'], { ...SETTINGS, consecutiveFailures: 1 });
+    first.record(0, 'failure');
+    expect(selected(first, 2)).toEqual([1]);
+    const same = compile(r, ['http://a', 'http://b'], { ...SETTINGS, consecutiveFailures: 1 });
+    expect(same).toBe(first);
+    const moved = compile(r, ['http://a2', 'http://b'], { ...SETTINGS, consecutiveFailures: 1 });
+    expect(moved).not.toBe(first);
+    expect(selected(moved, 2)).toEqual([0, 1]);
+    // The replaced state was stopped: answers from requests still on the old table change nothing.
+    first.record(1, 'failure');
+    expect(selected(first, 2)).toEqual([1]);
+    r.stop();
+  });
+
+  it('a compile that is never used leaves the live state alone', () => {
+    const r = registry();
+    const live = compile(r, ['http://a', 'http://b']);
+    r.begin();
+    r.pool('m', 'pool', ['a', 'b'], ['http://other', 'http://b'], SETTINGS);
+    // No commit: the next compile starts from the live state again.
+    expect(compile(r, ['http://a', 'http://b'])).toBe(live);
+    r.stop();
   });
 });

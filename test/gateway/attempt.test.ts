@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UpstreamExchange, type UpstreamResponse } from '../../src/gateway/http/upstream-exchange.js';
 import type { AliasRoute, ProviderRoute, RuntimeTable } from '../../src/gateway/runtime/table.js';
 import { Attempt, type AbandonReason } from '../../src/gateway/pipeline/attempt.js';
+import type { AttemptProbe } from '../../src/gateway/balance/aimd.js';
 import { RequestContext } from '../../src/gateway/pipeline/context.js';
 import { respond } from '../../src/gateway/pipeline/respond.js';
 import type { ResponseMode } from '../../src/gateway/pipeline/response-mode.js';
@@ -135,6 +136,8 @@ async function attemptCase(options: {
   mode?: ResponseMode;
   deadlineMs?: number;
   totalMs?: number;
+  /** The share controller's probe of the attempt. */
+  probe?: AttemptProbe;
 }): Promise<Case> {
   const arrived = new Promise<[IncomingMessage, ServerResponse]>((resolve) =>
     pending.push((req, res) => resolve([req, res])),
@@ -164,7 +167,9 @@ async function attemptCase(options: {
     'realtime',
     '/v1/chat/completions',
   );
-  ctx.route = route;
+  ctx.route = options.probe
+    ? ({ ...route, share: { startAttempt: () => options.probe } } as unknown as AliasRoute)
+    : route;
   ctx.modelLabel = 'pool';
   res.once('close', () => ctx.close());
   const metrics = new GatewayMetrics('gateway');
@@ -277,6 +282,34 @@ describe('Attempt: timeouts', () => {
       expect(await c.metrics.registry.metrics()).toMatch(
         new RegExp(`^gateway_upstream_errors_total\\{model="pool",reason="${kind}_timeout"\\} 1$`, 'm'),
       );
+      closeUnanswered(c);
+    }
+  });
+
+  it('the share controller hears a connect timeout as unknown, the others as an expired deadline', async () => {
+    for (const [code, heard] of [
+      ['UND_ERR_CONNECT_TIMEOUT', 'unknown'],
+      ['UND_ERR_HEADERS_TIMEOUT', 'deadlineExpired'],
+      ['UND_ERR_BODY_TIMEOUT', 'deadlineExpired'],
+    ] as const) {
+      const calls: string[] = [];
+      const probe = {
+        role: 'preferred',
+        firstToken: () => undefined,
+        deadlineExpired: (elapsedMs: number) => {
+          calls.push(`deadlineExpired ${elapsedMs >= 0}`);
+          return undefined;
+        },
+        status: () => undefined,
+        unknown: () => {
+          calls.push('unknown');
+          return undefined;
+        },
+        end: () => undefined,
+      } satisfies AttemptProbe;
+      const c = await attemptCase({ last: false, probe });
+      c.attempt.failed(undiciError(code), 'head');
+      expect(calls, code).toEqual([heard === 'unknown' ? 'unknown' : 'deadlineExpired true']);
       closeUnanswered(c);
     }
   });

@@ -148,6 +148,15 @@ describe('outlier ejection', () => {
       (line) => line.msg === 'provider ejected from its pool after consecutive failures',
     );
     expect(ejectedLines.map((line) => line.ejectionMs)).toEqual([600, 1_200]);
+    // A third time: 3 x 600 ms, capped by max_ejection_ms (1,500).
+    await until(async () => (await gauge('pool', 'dead')) === 0, 5_000);
+    expect(await post('pool')).toBe(200);
+    expect(await ejections('pool', 'dead')).toBe(3);
+    expect(
+      gateway.program.logs
+        .filter((line) => line.msg === 'provider ejected from its pool after consecutive failures')
+        .map((line) => line.ejectionMs),
+    ).toEqual([600, 1_200, 1_500]);
     expect(
       gateway.program.logs.some((line) => line.msg === 'provider returned to its pool on probation'),
     ).toBe(true);

@@ -66,6 +66,12 @@ beforeAll(async () => {
         providers: [provider('silent', { timeouts: { headers_ms: 300 } }), provider('ok')],
       },
       alone: { url: upstream.url, gateway_model: 'silent' },
+      // A pool that does not fail over on connection errors does not on timeouts either.
+      noFailover: {
+        strategy: 'priority',
+        fallback: { on_connection_error: false },
+        providers: [provider('silent'), provider('ok')],
+      },
       stalls: { url: upstream.url, gateway_model: 'stalls', timeouts: { idle_ms: 300 } },
       // A total beyond connect + headers is armed when the head arrives with the body still to come.
       trickles: {
@@ -138,6 +144,14 @@ describe('upstream timeouts', () => {
     });
     expect(got.ms).toBeLessThan(5_000);
     expect(await metric('gateway_requests_total', { model: 'alone', outcome: 'timeout' })).toBe(1);
+  });
+
+  it('a pool with on_connection_error: false answers the timeout itself: 504, the second never tried', async () => {
+    const okBefore = hits('ok');
+    const got = await post('noFailover');
+    expect(got.status).toBe(504);
+    expect(JSON.parse(got.bytes.toString('utf8')).error.code).toBe('upstream_timeout');
+    expect(hits('ok')).toBe(okBefore);
   });
 
   it('the official openai SDK reads the 504 as an error with its code', async () => {
