@@ -67,7 +67,7 @@ beforeAll(async () => {
       pool: {
         strategy: 'priority',
         fallback: {},
-        outlier_detection: { consecutive_failures: 2, base_ejection_ms: 600, max_ejection_ms: 1_500 },
+        outlier_detection: { consecutive_failures: 2, base_ejection_ms: 1_000, max_ejection_ms: 2_500 },
         providers: [
           { name: 'dead', url: dead.url },
           { name: 'healthy', url: healthy.url },
@@ -125,9 +125,9 @@ describe('outlier ejection', () => {
     const shareBefore = await share();
     expect(shareBefore).toBeDefined();
     const servedBefore = healthy.requests.length;
-    for (let i = 0; i < 10; i++) expect(await post('pool')).toBe(200);
+    for (let i = 0; i < 5; i++) expect(await post('pool')).toBe(200);
     expect(dead.connections()).toBe(2);
-    expect(healthy.requests.length - servedBefore).toBe(10);
+    expect(healthy.requests.length - servedBefore).toBe(5);
     const attemptsOnDead = metricValue(await gateway.metrics(), 'gateway_upstream_attempts_total', {
       pool: 'pool',
       provider: 'dead',
@@ -137,7 +137,7 @@ describe('outlier ejection', () => {
     // The share controller heard nothing from the ejected preferred provider: its share is unchanged.
     expect(await share()).toBe(shareBefore);
 
-    // Back after the ejection time (600 ms), on probation: the next failure ejects it again, for
+    // Back after the ejection time (1,000 ms), on probation: the next failure ejects it again, for
     // twice as long.
     await until(async () => (await gauge('pool', 'dead')) === 0, 5_000);
     expect(await post('pool')).toBe(200);
@@ -147,8 +147,8 @@ describe('outlier ejection', () => {
     const ejectedLines = gateway.program.logs.filter(
       (line) => line.msg === 'provider ejected from its pool after consecutive failures',
     );
-    expect(ejectedLines.map((line) => line.ejectionMs)).toEqual([600, 1_200]);
-    // A third time: 3 x 600 ms, capped by max_ejection_ms (1,500).
+    expect(ejectedLines.map((line) => line.ejectionMs)).toEqual([1_000, 2_000]);
+    // A third time: 3 x 1,000 ms, capped by max_ejection_ms (2,500).
     await until(async () => (await gauge('pool', 'dead')) === 0, 5_000);
     expect(await post('pool')).toBe(200);
     expect(await ejections('pool', 'dead')).toBe(3);
@@ -156,7 +156,7 @@ describe('outlier ejection', () => {
       gateway.program.logs
         .filter((line) => line.msg === 'provider ejected from its pool after consecutive failures')
         .map((line) => line.ejectionMs),
-    ).toEqual([600, 1_200, 1_500]);
+    ).toEqual([1_000, 2_000, 2_500]);
     expect(
       gateway.program.logs.some((line) => line.msg === 'provider returned to its pool on probation'),
     ).toBe(true);
