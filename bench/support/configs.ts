@@ -6,6 +6,7 @@ export const BENCH_TOKEN = 'bench-token-3f9c2a7d51e84b06a1c4d2e7f8091b3c';
 /** Limits far above what two cores can drive: every check runs, none refuses. */
 const NEVER_RATE = { requests_per_second: 10_000_000, burst_size: 10_000_000 };
 const NEVER_CONCURRENCY = { max_concurrent_requests: 1_000_000 };
+const NEVER_TOKENS = { tokens_per_minute: 1_000_000_000_000, burst_tokens: 1_000_000_000_000 };
 
 export type GatewayKind = 'plain' | 'limits' | 'pool' | 'strict';
 
@@ -14,7 +15,7 @@ export const GATEWAY_KINDS: readonly GatewayKind[] = ['plain', 'limits', 'pool',
 export const GATEWAY_DESCRIPTIONS: Record<GatewayKind, string> = {
   plain: 'one alias, one provider, no keys',
   limits:
-    'keyed auth (named key with account), key + target rate limit, key + target concurrency limit, account in-flight limit',
+    "keyed auth (named key with account), key + target rate limit, key + target concurrency limit, account in-flight limit, key token limit (checked, and charged each response's usage)",
   pool: 'priority pool of two providers, fallback (on 429/5xx and connection errors), AIMD share controller, outlier ejection, provider timeouts',
   strict: 'strict_mode: true, one alias',
 };
@@ -41,6 +42,7 @@ export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Reco
               labels: { account: 'bench-account' },
               rate_limit: NEVER_RATE,
               concurrency_limit: NEVER_CONCURRENCY,
+              token_limit: NEVER_TOKENS,
             },
           },
         },

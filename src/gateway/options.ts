@@ -258,7 +258,7 @@ export function gatewayOptionDefinitions(): Option[] {
     ).env('GATEWAY_SHARED_STATE'),
     new Option(
       '--shared-state-failure <policy>',
-      'decision while Redis cannot answer: fail_open or fail_closed, for all kinds or per kind (rate, concurrency, inflight, batch), e.g. "fail_closed,rate=fail_open"',
+      'decision while Redis cannot answer: fail_open or fail_closed, for all kinds or per kind (rate, concurrency, inflight, batch, tokens), e.g. "fail_closed,rate=fail_open"',
     )
       .env('GATEWAY_SHARED_STATE_FAILURE')
       .default(d.sharedStateFailure, formatFailurePolicies(d.sharedStateFailure))

@@ -25,6 +25,7 @@ function limiter(name: string, log: string[], answer: 'grant' | 'refuse', later 
 function contextFor(route: Partial<AliasRoute>, keyLimits?: KeyLimits): RequestContext {
   const table = {
     keyLimits: new Map(keyLimits ? [['key', keyLimits]] : []),
+    accountTokenLimits: new Map(),
     sharedLimits: false,
   } as unknown as RuntimeTable;
   const ctx = new RequestContext(
@@ -51,6 +52,7 @@ describe('admit', () => {
       {
         rateLimit: limiter('key rate', log, 'grant') as never,
         concurrencyLimit: limiter('key concurrency', log, 'grant') as never,
+        tokenLimit: undefined,
       },
     );
     expect(await admit(ctx)).toBeUndefined();

@@ -128,6 +128,46 @@ const waitForMetric = (gateway: StartedGateway, name: string, value: number) =>
 const acme = { authorization: 'Bearer acme-key' };
 const auth = { key_definitions: { acme: { key: 'acme-key', labels: { account: 'acme' } } } };
 
+describe('token budgets shared by two gateway processes', () => {
+  it("each response's usage is charged to one budget that both replicas read", async () => {
+    // 100 prompt + 50 completion tokens per response.
+    const metered = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'cmpl',
+          object: 'chat.completion',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 },
+        }),
+      );
+    });
+    try {
+      // 250 tokens, refilled at 6 a minute (0.1 a second).
+      const config = {
+        targets: { m: { url: metered.url, token_limit: { tokens_per_minute: 6, burst_tokens: 250 } } },
+      };
+      const [a, b] = await sharedGateways(config, newPrefix(), [[], []]);
+      // The charge is sent when a response ends; give it a moment to land before the next request.
+      const settle = () => sleep(200);
+      expect((await call(a!, 'm')).status).toBe(200); // 250 -> 100
+      await settle();
+      expect((await call(b!, 'm')).status).toBe(200); // 100 -> -50
+      await settle();
+      for (const gateway of [a!, b!]) {
+        const refused = await call(gateway, 'm');
+        expect(refused).toMatchObject({ status: 429, code: 'token_rate_limit' });
+        // 50 tokens below zero at 0.1 a second.
+        expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(495);
+        expect(Number(refused.retryAfter)).toBeLessThanOrEqual(501);
+      }
+      expect(metered.requests).toHaveLength(2);
+    } finally {
+      await metered.close();
+    }
+  });
+});
+
 describe('limits shared by two gateway processes', () => {
   it('a burst of 5 is 5 successes in total across both', async () => {
     const config = {

@@ -16,10 +16,16 @@ export interface ConcurrencyLimitInput {
   readonly max_concurrent_requests: number;
 }
 
+export interface TokenLimitInput {
+  readonly tokens_per_minute: number;
+  readonly burst_tokens?: number | undefined;
+}
+
 export interface KeyDefinitionInput {
   readonly key: string;
   readonly rate_limit?: RateLimitInput | undefined;
   readonly concurrency_limit?: ConcurrencyLimitInput | undefined;
+  readonly token_limit?: TokenLimitInput | undefined;
   readonly labels?: Readonly<Record<string, string>> | undefined;
 }
 
@@ -64,6 +70,7 @@ export interface KeyIdentity {
   /** Per-key limits (spec 5 rule 4: keys without them are limited only by target limits). */
   readonly rateLimit: RateLimitInput | undefined;
   readonly concurrencyLimit: ConcurrencyLimitInput | undefined;
+  readonly tokenLimit: TokenLimitInput | undefined;
 }
 
 export type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
@@ -371,6 +378,7 @@ function definitionIdentity(name: string, def: KeyDefinitionInput): KeyIdentity 
     labels,
     rateLimit: def.rate_limit,
     concurrencyLimit: def.concurrency_limit,
+    tokenLimit: def.token_limit,
   });
 }
 
@@ -382,5 +390,6 @@ function literalIdentity(token: string): KeyIdentity {
     labels: Object.freeze({}),
     rateLimit: undefined,
     concurrencyLimit: undefined,
+    tokenLimit: undefined,
   });
 }

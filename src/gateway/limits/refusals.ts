@@ -4,6 +4,7 @@ import type {
   InflightRefusal,
   LimitSubject,
   RateLimitRefusal,
+  TokenLimitRefusal,
 } from './types.js';
 
 /**
@@ -70,4 +71,23 @@ export function batchRefusal(alias: string, limit: number): BatchRefusal {
     retryAfterSeconds: 1,
     message: 'Batch capacity exceeded',
   });
+}
+
+/** Made per refusal: the Retry-After depends on how far below zero the budget is. */
+export function tokenLimitRefusal(
+  scope: TokenLimitRefusal['scope'],
+  subject: string,
+  retryAfterSeconds: number,
+): TokenLimitRefusal {
+  return {
+    ok: false,
+    kind: 'tokens',
+    scope,
+    subject,
+    status: 429,
+    code: 'token_rate_limit',
+    type: 'rate_limit_error',
+    retryAfterSeconds,
+    message: 'Token rate limit exceeded',
+  };
 }

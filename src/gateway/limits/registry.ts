@@ -3,7 +3,8 @@ import { BatchInflight, type BatchParams } from './batch.js';
 import { monotonicClock, type Clock } from './clock.js';
 import { ConcurrencyPermits, type ConcurrencyParams } from './concurrency.js';
 import { TokenBucket, type RateLimitParams } from './token-bucket.js';
-import type { LimitSubject } from './types.js';
+import { TokenBudget, type TokenLimitParams } from './token-budget.js';
+import type { LimitSubject, TokenLimitRefusal } from './types.js';
 
 /**
  * Limiter state across configuration reloads.
@@ -38,11 +39,15 @@ export const limiterId = {
   keyRate: (keyName: string): string => `key:${keyName}:rate`,
   keyConcurrency: (keyName: string): string => `key:${keyName}:concurrency`,
   account: (alias: string): string => `account:${alias}`,
+  targetTokens: (alias: string): string => `target:${alias}:tokens`,
+  keyTokens: (keyName: string): string => `key:${keyName}:tokens`,
+  accountTokens: (account: string): string => `account-tokens:${account}`,
   batch: (alias: string): string => `batch:${alias}`,
 } as const;
 
 type Entry =
   | { readonly kind: 'rate'; readonly key: string; readonly instance: TokenBucket }
+  | { readonly kind: 'tokens'; readonly key: string; readonly instance: TokenBudget }
   | { readonly kind: 'concurrency'; readonly key: string; readonly instance: ConcurrencyPermits }
   | { readonly kind: 'inflight'; readonly key: string; readonly instance: AccountInflight }
   | { readonly kind: 'batch'; readonly key: string; readonly instance: BatchInflight };
@@ -156,6 +161,28 @@ export class LimiterRegistryBuilder {
     });
   }
 
+  /** A token budget; a reload that changes its parameters carries the balance (debt included) over. */
+  tokenBudget(
+    identity: string,
+    params: TokenLimitParams,
+    scope: TokenLimitRefusal['scope'],
+    subject: string,
+  ): TokenBudget {
+    const picked: TokenLimitParams = {
+      tokens_per_minute: params.tokens_per_minute,
+      burst_tokens: params.burst_tokens,
+    };
+    const key = paramKey([picked.tokens_per_minute, picked.burst_tokens ?? null, scope, subject]);
+    const { reuse, predecessor } = this.#lookup(identity, 'tokens', key);
+    if (reuse?.kind === 'tokens') return reuse.instance;
+    const seed = predecessor?.kind === 'tokens' ? predecessor.instance.balance() : undefined;
+    return this.#put(identity, {
+      kind: 'tokens',
+      key,
+      instance: new TokenBudget(picked, scope, subject, this.#clock, seed),
+    });
+  }
+
   concurrency(identity: string, params: ConcurrencyParams, subject: LimitSubject): ConcurrencyPermits {
     const picked: ConcurrencyParams = { max_concurrent_requests: params.max_concurrent_requests };
     const key = paramKey([picked.max_concurrent_requests, subject.scope, subject.subject]);
@@ -251,6 +278,7 @@ const NOTHING_FOUND: Found = { reuse: undefined, predecessor: undefined };
 function isBusy(entry: Entry): boolean {
   switch (entry.kind) {
     case 'rate':
+    case 'tokens':
       return false;
     case 'concurrency':
       return entry.instance.inUse() > 0;

@@ -79,13 +79,30 @@ export interface BatchRefusal extends RefusalBase {
   readonly limit: number;
 }
 
-export type Refusal = RateLimitRefusal | ConcurrencyRefusal | InflightRefusal | BatchRefusal;
+/** A token budget below zero: `retryAfterSeconds` is the time until it is positive again. */
+export interface TokenLimitRefusal extends RefusalBase {
+  readonly kind: 'tokens';
+  readonly scope: LimitScope | 'account';
+  readonly subject: string;
+}
+
+export type Refusal =
+  RateLimitRefusal | ConcurrencyRefusal | InflightRefusal | BatchRefusal | TokenLimitRefusal;
 
 export type Admission<R extends Refusal = Refusal> = Grant | R;
 
 /** Token bucket (spec 8). Grants carry nothing to give back: a spent token is not refunded. */
 export interface RateLimiter {
   acquire(): MaybePromise<Grant | RateLimitRefusal>;
+}
+
+/**
+ * A token budget: admits while positive (taking nothing), and is charged the tokens a response
+ * reported once it ended, which may take it below zero.
+ */
+export interface TokenLimiter {
+  acquire(): MaybePromise<Grant | TokenLimitRefusal>;
+  charge(tokens: number): void;
 }
 
 /** Concurrency permits (spec 8): held until the request completes. */

@@ -9,11 +9,12 @@ interface Limiter {
 }
 
 /**
- * The steps of admission, in spec order: rate limits (key first, then target), concurrency permits
- * (key, then target), then the per-account in-flight slot for realtime traffic or the alias batch
- * slot for dispatched traffic. A request has a limiter at some of them.
+ * The steps of admission: token budgets first (key, target, account: they take nothing, so a request
+ * they refuse spends no other limit), then in spec order rate limits (key first, then target),
+ * concurrency permits (key, then target), then the per-account in-flight slot for realtime traffic
+ * or the alias batch slot for dispatched traffic. A request has a limiter at some of them.
  */
-const STEPS = 5;
+const STEPS = 8;
 const LAST_STEP = STEPS - 1;
 
 /** The limiter of one step for this request, if it has one there. */
@@ -21,12 +22,20 @@ function limiterAt(ctx: RequestContext, keyLimits: KeyLimits | undefined, step: 
   const route = ctx.route!;
   switch (step) {
     case 0:
-      return keyLimits?.rateLimit;
+      return keyLimits?.tokenLimit;
     case 1:
-      return route.rateLimit;
-    case 2:
-      return keyLimits?.concurrencyLimit;
+      return route.tokenLimit;
+    case 2: {
+      const account = ctx.identity?.account;
+      return account === undefined ? undefined : ctx.table.accountTokenLimits.get(account);
+    }
     case 3:
+      return keyLimits?.rateLimit;
+    case 4:
+      return route.rateLimit;
+    case 5:
+      return keyLimits?.concurrencyLimit;
+    case 6:
       return route.concurrencyLimit;
     default:
       return ctx.traffic === 'realtime' ? route.inflight : route.batch;
@@ -111,4 +120,17 @@ export function admit(ctx: RequestContext): MaybePromise<Refusal | undefined> {
     }
   }
   return askInTurn(ctx, keyLimits, 0);
+}
+
+/**
+ * Charges a finished request's tokens (prompt + completion, as its provider reported them) to every
+ * token budget it was admitted under: its key's, its target's and its account's.
+ */
+export function chargeTokens(ctx: RequestContext, tokens: number): void {
+  const route = ctx.route;
+  if (route === undefined) return;
+  keyLimitsOf(ctx)?.tokenLimit?.charge(tokens);
+  route.tokenLimit?.charge(tokens);
+  const account = ctx.identity?.account;
+  if (account !== undefined) ctx.table.accountTokenLimits.get(account)?.charge(tokens);
 }

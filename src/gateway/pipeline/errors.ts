@@ -122,7 +122,7 @@ export const gatewayErrors = {
 /** A limiter's refusal (spec 7.1: 429 rate, concurrency and in-flight; 529 batch cap) as an error. */
 export function refusalError(refusal: Refusal): GatewayError {
   const message =
-    refusal.kind === 'rate_limit' || refusal.kind === 'concurrency'
+    refusal.kind === 'rate_limit' || refusal.kind === 'concurrency' || refusal.kind === 'tokens'
       ? `${refusal.message} (${refusal.scope} limit).`
       : `${refusal.message}.`;
   return make(refusal.status, refusal.type, refusal.code, message, {

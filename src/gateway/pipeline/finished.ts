@@ -3,6 +3,7 @@ import type { GatewayMetrics } from '../telemetry/metrics.js';
 import { traceIdOf } from '../telemetry/tracing.js';
 import type { RequestContext } from './context.js';
 import type { RequestOutcome } from './outcome.js';
+import { chargeTokens } from './admit.js';
 
 /** The endpoints whose successful responses report token usage. */
 const USAGE_PATHS: ReadonlySet<string> = new Set([
@@ -44,6 +45,7 @@ export function recordFinished(
         identity?.account ?? '',
         identity?.definitionName ?? '',
       );
+      chargeTokens(ctx, usage.prompt + usage.completion);
       counts.prompt += usage.prompt;
       counts.completion += usage.completion;
       counts.reasoning += usage.reasoning;

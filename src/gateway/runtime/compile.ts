@@ -6,7 +6,7 @@ import { compileReasoningTranslation } from '../reasoning/index.js';
 import type { BatchLimiterFactory } from '../limits/batch.js';
 import type { LimiterFactory } from '../limits/redis/store.js';
 import { LimiterRegistry, limiterId } from '../limits/registry.js';
-import type { BatchLimiter } from '../limits/types.js';
+import type { BatchLimiter, TokenLimiter } from '../limits/types.js';
 import type { ConfigIssue } from '../config/issues.js';
 import type { RouteStrategy } from '../balance/strategies.js';
 import type {
@@ -89,8 +89,18 @@ export function compileRuntime(
       concurrencyLimit: identity.concurrencyLimit
         ? limiters.concurrency(limiterId.keyConcurrency(name), identity.concurrencyLimit, subject)
         : undefined,
+      tokenLimit: identity.tokenLimit
+        ? limiters.tokenBudget(limiterId.keyTokens(name), identity.tokenLimit, 'key', name)
+        : undefined,
     });
   }
+  const accountTokenLimits = new Map<string, TokenLimiter>();
+  for (const [account, limits] of Object.entries(config.auth?.accounts ?? {}))
+    if (limits.token_limit)
+      accountTokenLimits.set(
+        account,
+        limiters.tokenBudget(limiterId.accountTokens(account), limits.token_limit, 'account', account),
+      );
 
   const batchByAlias = new Map<string, BatchLimiter | undefined>();
   const batchFor = (alias: string, limit: number | undefined): BatchLimiter | undefined => {
@@ -134,6 +144,9 @@ export function compileRuntime(
       concurrencyLimit: target.concurrency_limit
         ? limiters.concurrency(limiterId.targetConcurrency(key), target.concurrency_limit, subject)
         : undefined,
+      tokenLimit: target.token_limit
+        ? limiters.tokenBudget(limiterId.targetTokens(key), target.token_limit, 'target', key)
+        : undefined,
       inflight: limiters.accountInflight(limiterId.account(model), model, {
         inflight_limit: defaultPool.inflight_limit,
         account_inflight_limits: defaultPool.account_inflight_limits,
@@ -167,6 +180,7 @@ export function compileRuntime(
       routes,
       keys,
       keyLimits,
+      accountTokenLimits,
       rejectUnsupportedParams: new Set(config.reject_unsupported_params ?? []),
       sharedLimits: options.sharedLimits !== undefined,
       limiters: registry.finish(),

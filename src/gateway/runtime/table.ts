@@ -5,7 +5,13 @@ import type { RouteStrategy } from '../balance/strategies.js';
 import type { CompiledReasoning } from '../reasoning/index.js';
 import type { UpstreamEndpoint, UpstreamTimeouts } from '../http/upstream.js';
 import type { ResolvedTimeouts } from '../config/schema/index.js';
-import type { BatchLimiter, ConcurrencyLimiter, InflightLimiter, RateLimiter } from '../limits/types.js';
+import type {
+  BatchLimiter,
+  ConcurrencyLimiter,
+  InflightLimiter,
+  RateLimiter,
+  TokenLimiter,
+} from '../limits/types.js';
 
 /**
  * The compiled, immutable form of a configuration: everything the request path needs, resolved
@@ -23,6 +29,8 @@ export interface RuntimeTable {
   readonly keys: KeyIndex;
   /** Limits of named keys (`key_definitions`), by definition name. */
   readonly keyLimits: ReadonlyMap<string, KeyLimits>;
+  /** Token budgets of accounts (`auth.accounts`), by account label. */
+  readonly accountTokenLimits: ReadonlyMap<string, TokenLimiter>;
   /** Catalog names whose presence rejects a strict-mode request (spec 4.7). */
   readonly rejectUnsupportedParams: ReadonlySet<string>;
   /** The limiters are shared through Redis (`--shared-state`): admission decides them together. */
@@ -32,6 +40,7 @@ export interface RuntimeTable {
 export interface KeyLimits {
   readonly rateLimit: RateLimiter | undefined;
   readonly concurrencyLimit: ConcurrencyLimiter | undefined;
+  readonly tokenLimit: TokenLimiter | undefined;
 }
 
 export interface FallbackPolicy {
@@ -53,6 +62,8 @@ export interface AliasRoute {
   readonly auth: TargetAuth;
   readonly rateLimit: RateLimiter | undefined;
   readonly concurrencyLimit: ConcurrencyLimiter | undefined;
+  /** The target's token budget (`token_limit`). */
+  readonly tokenLimit: TokenLimiter | undefined;
   /** Per-account realtime in-flight counter of the alias (shared by its request-class pools). */
   readonly inflight: InflightLimiter;
   /** Batch in-flight cap of the alias; undefined when uncapped or not enforced in this process. */

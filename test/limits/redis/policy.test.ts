@@ -8,21 +8,27 @@ import {
 describe('failure policy grammar', () => {
   it('defaults: realtime kinds fail open, batch fails closed', () => {
     expect(formatFailurePolicies(DEFAULT_FAILURE_POLICIES)).toBe(
-      'rate=fail_open,concurrency=fail_open,inflight=fail_open,batch=fail_closed',
+      'rate=fail_open,concurrency=fail_open,inflight=fail_open,batch=fail_closed,tokens=fail_open',
     );
   });
 
   it.each([
-    ['fail_open', 'rate=fail_open,concurrency=fail_open,inflight=fail_open,batch=fail_open'],
-    ['fail_closed', 'rate=fail_closed,concurrency=fail_closed,inflight=fail_closed,batch=fail_closed'],
-    ['inflight=fail_closed', 'rate=fail_open,concurrency=fail_open,inflight=fail_closed,batch=fail_closed'],
+    ['fail_open', 'rate=fail_open,concurrency=fail_open,inflight=fail_open,batch=fail_open,tokens=fail_open'],
     [
-      'fail_closed, rate=fail_open',
-      'rate=fail_open,concurrency=fail_closed,inflight=fail_closed,batch=fail_closed',
+      'fail_closed',
+      'rate=fail_closed,concurrency=fail_closed,inflight=fail_closed,batch=fail_closed,tokens=fail_closed',
     ],
     [
-      'rate=fail_open,concurrency=fail_closed,inflight=fail_closed,batch=fail_open',
-      'rate=fail_open,concurrency=fail_closed,inflight=fail_closed,batch=fail_open',
+      'inflight=fail_closed',
+      'rate=fail_open,concurrency=fail_open,inflight=fail_closed,batch=fail_closed,tokens=fail_open',
+    ],
+    [
+      'fail_closed, rate=fail_open',
+      'rate=fail_open,concurrency=fail_closed,inflight=fail_closed,batch=fail_closed,tokens=fail_closed',
+    ],
+    [
+      'rate=fail_open,concurrency=fail_closed,inflight=fail_closed,batch=fail_open,tokens=fail_closed',
+      'rate=fail_open,concurrency=fail_closed,inflight=fail_closed,batch=fail_open,tokens=fail_closed',
     ],
   ])('%s', (text, expected) => {
     const parsed = parseFailurePolicies(text);
@@ -33,7 +39,7 @@ describe('failure policy grammar', () => {
     ['', '"" is not a policy (fail_open or fail_closed)'],
     ['open', '"open" is not a policy (fail_open or fail_closed)'],
     ['rate=open', '"open" is not a policy (fail_open or fail_closed)'],
-    ['tokens=fail_open', '"tokens" is not a limit kind (rate, concurrency, inflight, batch)'],
+    ['words=fail_open', '"words" is not a limit kind (rate, concurrency, inflight, batch, tokens)'],
     ['rate=fail_open,fail_closed', 'a bare policy ("fail_closed") may only be the first item'],
     ['rate=fail_open,rate=fail_closed', 'rate is given twice'],
     ['rate=fail_open,', '"" is not a policy (fail_open or fail_closed)'],

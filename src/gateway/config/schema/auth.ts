@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { NonEmptyString } from './fields.js';
 import { ClientKeyLiteralSchema, literalOf, secretOr, tokenOwnershipIssues } from './secret-reference.js';
-import { ConcurrencyLimitSchema, RateLimitSchema } from './limits.js';
+import { ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
 
 export const KeyDefinitionSchema = z
   .strictObject({
@@ -15,6 +15,9 @@ export const KeyDefinitionSchema = z
     concurrency_limit: ConcurrencyLimitSchema.optional().describe(
       "Concurrency cap for this key alone; checked in addition to the target's cap.",
     ),
+    token_limit: TokenLimitSchema.optional().describe(
+      "Token budget of this key alone, across every target; checked in addition to the target's and the account's.",
+    ),
     labels: z
       .record(NonEmptyString, z.string())
       .optional()
@@ -26,6 +29,18 @@ export const KeyDefinitionSchema = z
     id: 'KeyDefinition',
     title: 'Key definition',
     description: 'A named client key with optional limits and labels.',
+  });
+
+export const AccountSchema = z
+  .strictObject({
+    token_limit: TokenLimitSchema.optional().describe(
+      'Token budget shared by all keys of the account, across every target.',
+    ),
+  })
+  .meta({
+    id: 'Account',
+    title: 'Account',
+    description: 'Limits of one account (the `account` label of its keys).',
   });
 
 export const AuthSchema = z
@@ -41,6 +56,12 @@ export const AuthSchema = z
       .optional()
       .describe(
         "Named keys, name -> definition. A target's `keys` entry naming a definition accepts the definition's `key`, with its limits and labels.",
+      ),
+    accounts: z
+      .record(NonEmptyString, AccountSchema)
+      .optional()
+      .describe(
+        'Limits of accounts, by the `account` label of their keys: account -> limits. Every key of the account shares them, on every target.',
       ),
   })
   .superRefine((auth, ctx) => {

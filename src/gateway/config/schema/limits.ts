@@ -34,5 +34,25 @@ export const ConcurrencyLimitSchema = z
       'A cap on simultaneous requests. When no permit is left the request gets 429 with code `concurrency_limit_exceeded`.',
   });
 
+export const TokenLimitSchema = z
+  .strictObject({
+    tokens_per_minute: z
+      .int()
+      .min(1)
+      .describe('Tokens (prompt + completion, as the provider reports them) the budget refills per minute.'),
+    burst_tokens: z
+      .int()
+      .min(1)
+      .optional()
+      .describe('Most tokens the budget holds after an idle spell. Default: `tokens_per_minute`.'),
+  })
+  .meta({
+    id: 'TokenLimit',
+    title: 'Token limit',
+    description:
+      "A token budget. A request is admitted while the budget is positive; its response's usage is charged when it ends, so one large response may take the budget below zero. A request refused gets 429 with code `token_rate_limit` and `Retry-After` the seconds until the budget is positive again.",
+  });
+
 export type RateLimitConfig = z.output<typeof RateLimitSchema>;
+export type TokenLimitConfig = z.output<typeof TokenLimitSchema>;
 export type ConcurrencyLimitConfig = z.output<typeof ConcurrencyLimitSchema>;

@@ -15,7 +15,7 @@ import {
   globalOnly,
 } from './fields.js';
 import { ClientKeyLiteralSchema, UpstreamKeySchema, secretOr } from './secret-reference.js';
-import { ConcurrencyLimitSchema, RateLimitSchema } from './limits.js';
+import { ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
 import { ReasoningTranslationSchema } from './reasoning.js';
 import { resolveAimd } from './aimd.js';
 import { FallbackSchema } from './fallback.js';
@@ -223,6 +223,9 @@ const TargetObjectSchema = z.strictObject({
   ...upstreamFields('target'),
   usage: UsageSchema.optional().describe(
     'Usage reading for this target; overrides the global `usage` field by field.',
+  ),
+  token_limit: TokenLimitSchema.optional().describe(
+    'Token budget of the whole target, shared by all clients. Absent: no token limit.',
   ),
   inflight_limit: NonNegativeInt.optional().describe(
     'Default cap of realtime in-flight requests per account (the `account` label of the key) on this alias. Absent: uncapped. Read from the alias default pool; not valid on a request-class pool `alias:class`.',

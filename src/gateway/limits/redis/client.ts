@@ -1,13 +1,17 @@
 import { Redis, type Result } from 'ioredis';
 import type { Logger } from '../../telemetry/logger.js';
-import { ADMIT, RELEASE_SLOTS, RENEW_SLOTS } from './scripts.js';
+import { ADMIT, CHARGE_TOKENS, RELEASE_SLOTS, RENEW_SLOTS } from './scripts.js';
 import { redactedTarget } from './url.js';
 
 // The scripts as ioredis commands: EVALSHA, with EVAL on the first use per connection and on NOSCRIPT
 // (a restarted Redis has forgotten them), so every call sends a 40-byte hash instead of the source.
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    gatewayAdmit(keyCount: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
+    gatewayAdmit(
+      keyCount: number,
+      ...keysThenArgs: (string | number)[]
+    ): Result<[granted: number, waitSeconds: number], Context>;
+    gatewayChargeTokens(keyCount: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
     gatewayRenewSlots(key: string, leaseMs: number, ...leaseIds: string[]): Result<number, Context>;
     gatewayReleaseSlots(keyCount: number, ...keysThenLeaseIds: string[]): Result<number, Context>;
   }
@@ -21,8 +25,12 @@ export interface Unavailable {
   readonly reason: UnavailableReason;
 }
 
-/** How many admission steps Redis granted, or why it gave no answer. Errors are values. */
-export type Verdict = { readonly ok: true; readonly granted: number } | Unavailable;
+/**
+ * How many admission steps Redis granted (and, when a token budget refused, the seconds until it is
+ * positive again), or why it gave no answer. Errors are values.
+ */
+export type Verdict =
+  { readonly ok: true; readonly granted: number; readonly waitSeconds: number } | Unavailable;
 
 const UNAVAILABLE: Readonly<Record<UnavailableReason, Unavailable>> = Object.freeze({
   disconnected: Object.freeze({ ok: false, reason: 'disconnected' }),
@@ -81,6 +89,7 @@ export class SharedStateClient {
     this.#redis.defineCommand('gatewayAdmit', { lua: ADMIT });
     this.#redis.defineCommand('gatewayRenewSlots', { numberOfKeys: 1, lua: RENEW_SLOTS });
     this.#redis.defineCommand('gatewayReleaseSlots', { lua: RELEASE_SLOTS });
+    this.#redis.defineCommand('gatewayChargeTokens', { lua: CHARGE_TOKENS });
     this.#redis.on('ready', () => this.#setUp(true));
     this.#redis.on('close', () => this.#setUp(false));
     // Every failed reconnect emits an error; the health transition is what gets logged at warn.
@@ -134,6 +143,18 @@ export class SharedStateClient {
     this.#redis.gatewayReleaseSlots(keys.length, ...keys, ...leaseIds).catch(ignore);
   }
 
+  /**
+   * Charges token budgets (`args`: capacity, refill per second and tokens per key), fire and forget:
+   * false when Redis is not connected or the call failed, so the caller can count what was lost.
+   */
+  async chargeTokens(keys: readonly string[], args: readonly (string | number)[]): Promise<boolean> {
+    if (!this.#up || keys.length === 0) return false;
+    return this.#redis.gatewayChargeTokens(keys.length, ...keys, ...args).then(
+      () => true,
+      () => false,
+    );
+  }
+
   /** Extends the leases this process holds on `key`; false when Redis could not be reached. */
   async renewSlots(key: string, leaseMs: number, leaseIds: readonly string[]): Promise<boolean> {
     if (!this.#up || leaseIds.length === 0) return false;
@@ -176,8 +197,8 @@ export class SharedStateClient {
   }
 }
 
-function granted(reply: number): Verdict {
-  return { ok: true, granted: reply };
+function granted(reply: [granted: number, waitSeconds: number]): Verdict {
+  return { ok: true, granted: reply[0], waitSeconds: reply[1] };
 }
 
 function unavailable(error: unknown): Unavailable {

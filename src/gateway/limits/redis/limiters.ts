@@ -17,10 +17,19 @@ import {
   type RateLimiter,
   type RateLimitRefusal,
   type Refusal,
+  type TokenLimiter,
+  type TokenLimitRefusal,
 } from '../types.js';
 import type { LocalCount } from './leases.js';
 import type { SharedLimitKind } from './policy.js';
-import { batchRefusal, concurrencyRefusal, inflightRefusal, rateLimitRefusal } from '../refusals.js';
+import {
+  batchRefusal,
+  concurrencyRefusal,
+  inflightRefusal,
+  rateLimitRefusal,
+  tokenLimitRefusal,
+} from '../refusals.js';
+import type { TokenLimitParams } from '../token-budget.js';
 
 /** One shared decision of a request: what the admission script (or the failure policy) decides. */
 export type Step =
@@ -33,11 +42,21 @@ export type Step =
       readonly refusal: Refusal;
     }
   | {
-      readonly kind: Exclude<SharedLimitKind, 'rate'>;
+      readonly kind: Exclude<SharedLimitKind, 'rate' | 'tokens'>;
       readonly key: string;
       readonly limit: number;
       readonly refusal: Refusal;
       readonly local: LocalCount;
+    }
+  | {
+      readonly kind: 'tokens';
+      readonly key: string;
+      readonly capacity: number;
+      readonly perSecond: number;
+      readonly scope: TokenLimitRefusal['scope'];
+      readonly subject: string;
+      /** The refusal when Redis cannot answer and the policy fails closed: a second to wait. */
+      readonly refusal: Refusal;
     }
   /** Nothing could refuse it (no account, no cap): counted here, never sent to Redis. */
   | { readonly kind: 'local'; readonly local: LocalCount };
@@ -51,6 +70,8 @@ export interface Decision {
 /** What the shared limiters ask of the store: their steps decided in one call, in order. */
 export interface SharedDecisions {
   decide(steps: readonly Step[]): MaybePromise<Decision>;
+  /** Charges a token budget after a response (fire and forget). */
+  chargeTokens(key: string, capacity: number, perSecond: number, tokens: number): void;
 }
 
 /**
@@ -104,6 +125,49 @@ export class SharedTokenBucket extends SharedLimiter implements RateLimiter {
 
   acquire(): MaybePromise<Grant | RateLimitRefusal> {
     return this.decideAlone<RateLimitRefusal>(this.#step);
+  }
+}
+
+/**
+ * A token budget in Redis: admission reads whether the balance (refilled by server time) is above
+ * zero and takes nothing; the response's tokens are charged when it ends, from any replica.
+ */
+export class SharedTokenBudget extends SharedLimiter implements TokenLimiter {
+  readonly params: TokenLimitParams;
+  readonly #step: Step & { kind: 'tokens' };
+
+  constructor(
+    decisions: SharedDecisions,
+    key: string,
+    params: TokenLimitParams,
+    scope: TokenLimitRefusal['scope'],
+    subject: string,
+  ) {
+    super(decisions);
+    this.params = { tokens_per_minute: params.tokens_per_minute, burst_tokens: params.burst_tokens };
+    this.#step = Object.freeze({
+      kind: 'tokens',
+      key,
+      capacity: params.burst_tokens ?? params.tokens_per_minute,
+      perSecond: params.tokens_per_minute / 60,
+      scope,
+      subject,
+      refusal: tokenLimitRefusal(scope, subject, 1),
+    });
+  }
+
+  step(): Step {
+    return this.#step;
+  }
+
+  acquire(): MaybePromise<Grant | TokenLimitRefusal> {
+    return this.decideAlone<TokenLimitRefusal>(this.#step);
+  }
+
+  charge(tokens: number): void {
+    if (!(tokens > 0)) return;
+    const step = this.#step;
+    this.decisions.chargeTokens(step.key, step.capacity, step.perSecond, tokens);
   }
 }
 

@@ -5,7 +5,7 @@
  * Redis", explains the defaults).
  */
 
-export const SHARED_LIMIT_KINDS = ['rate', 'concurrency', 'inflight', 'batch'] as const;
+export const SHARED_LIMIT_KINDS = ['rate', 'concurrency', 'inflight', 'batch', 'tokens'] as const;
 export type SharedLimitKind = (typeof SHARED_LIMIT_KINDS)[number];
 
 export const FAILURE_POLICIES = ['fail_open', 'fail_closed'] as const;
@@ -14,8 +14,8 @@ export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
 export type FailurePolicies = Readonly<Record<SharedLimitKind, FailurePolicy>>;
 
 /**
- * Realtime limits fail open: an outage of the limit store should not become an outage of the API,
- * and every such decision is counted and logged. Batch fails closed: dispatched traffic can wait,
+ * Realtime limits (token budgets included) fail open: an outage of the limit store should not become
+ * an outage of the API, and every such decision is counted and logged. Batch fails closed: dispatched traffic can wait,
  * and its refusal (529 `batch_capacity_exceeded`, Retry-After: 1) is made for rescheduling without
  * spending a retry, so refusing it protects realtime capacity at no lasting cost.
  */
@@ -24,6 +24,7 @@ export const DEFAULT_FAILURE_POLICIES: FailurePolicies = Object.freeze({
   concurrency: 'fail_open',
   inflight: 'fail_open',
   batch: 'fail_closed',
+  tokens: 'fail_open',
 });
 
 export type PolicyParse = { ok: true; policies: FailurePolicies } | { ok: false; message: string };

@@ -14,11 +14,15 @@
  *   {tokens, ts (server microseconds)}.
  * - counting slot: `s`, limit, lease id, unused. KEYS[i] is a sorted set, member = lease id,
  *   score = lease expiry (server ms).
+ * - token budget: `k`, capacity, refill per second, unused. KEYS[i] is a hash like a bucket's; the
+ *   step only reads it: it grants while the refilled balance is above zero and takes nothing (the
+ *   tokens are charged after the response, by `CHARGE_TOKENS`).
  *
  * Steps are taken in order and the script stops at the first refusal, exactly as asking the
  * limiters one by one would (a refusal spends nothing further; what earlier steps took stays taken,
- * and the caller releases it with the request). Returns how many steps were granted: all of them,
- * or the index of the refusing step.
+ * and the caller releases it with the request). Returns how many steps were granted (all of them,
+ * or the index of the refusing step) and, when a token budget refused, the whole seconds until its
+ * balance is above zero (else 0).
  *
  * Token bucket: a missing key is a full bucket, so the key only has to live until the bucket would
  * be full again (the TTL the caller computes): idle buckets cost no memory. A server clock that
@@ -42,7 +46,21 @@ local now_ms = math.floor(now_us / 1000)
 for i = 1, #KEYS do
   local key = KEYS[i]
   local base = 2 + (i - 1) * 4
-  if ARGV[base] == 't' then
+  if ARGV[base] == 'k' then
+    local capacity = tonumber(ARGV[base + 1])
+    local per_second = tonumber(ARGV[base + 2])
+    local state = redis.call('HMGET', key, 'tokens', 'ts')
+    local tokens = tonumber(state[1])
+    local ts = tonumber(state[2])
+    if tokens == nil or ts == nil then
+      tokens = capacity
+    elseif now_us > ts then
+      tokens = math.min(capacity, tokens + (now_us - ts) * per_second / 1000000)
+    end
+    if tokens <= 0 then
+      return {i - 1, math.max(1, math.ceil((1e-9 - tokens) / per_second))}
+    end
+  elseif ARGV[base] == 't' then
     local capacity = tonumber(ARGV[base + 1])
     local per_us = tonumber(ARGV[base + 2]) / 1000000
     local state = redis.call('HMGET', key, 'tokens', 'ts')
@@ -62,16 +80,46 @@ for i = 1, #KEYS do
     redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', now_us))
     redis.call('PEXPIRE', key, ARGV[base + 3])
     if not taken then
-      return i - 1
+      return {i - 1, 0}
     end
   else
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms)
     if redis.call('ZCARD', key) >= tonumber(ARGV[base + 1]) then
-      return i - 1
+      return {i - 1, 0}
     end
     redis.call('ZADD', key, now_ms + lease, ARGV[base + 2])
     redis.call('PEXPIRE', key, lease)
   end
+end
+return {#KEYS, 0}
+`;
+
+/**
+ * Token charge: KEYS token budgets; ARGV three values per key: capacity, refill per second, tokens.
+ * Each budget is refilled to now (server time) and charged; the balance may go below zero. The key
+ * lives until the budget would be full again, plus a second, as a bucket's does.
+ */
+export const CHARGE_TOKENS = `
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local base = (i - 1) * 3 + 1
+  local capacity = tonumber(ARGV[base])
+  local per_second = tonumber(ARGV[base + 1])
+  local state = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens = tonumber(state[1])
+  local ts = tonumber(state[2])
+  if tokens == nil or ts == nil then
+    tokens = capacity
+  elseif now_us > ts then
+    tokens = math.min(capacity, tokens + (now_us - ts) * per_second / 1000000)
+  else
+    tokens = math.min(capacity, tokens)
+  end
+  tokens = tokens - tonumber(ARGV[base + 2])
+  redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', now_us))
+  redis.call('PEXPIRE', key, math.ceil((capacity - tokens) / per_second * 1000) + 1000)
 end
 return #KEYS
 `;

@@ -2,6 +2,8 @@ import type { BatchParams } from '../batch.js';
 import type { ConcurrencyParams } from '../concurrency.js';
 import type { InflightParams } from '../inflight.js';
 import type { RateLimitParams } from '../token-bucket.js';
+import type { TokenLimitParams } from '../token-budget.js';
+import { tokenLimitRefusal } from '../refusals.js';
 import {
   NO_OP_GRANT,
   isPromise,
@@ -12,6 +14,8 @@ import {
   type LimitSubject,
   type MaybePromise,
   type RateLimiter,
+  type TokenLimiter,
+  type TokenLimitRefusal,
 } from '../types.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { SharedStateMetrics } from '../../telemetry/metrics.js';
@@ -23,6 +27,7 @@ import {
   SharedBatchInflight,
   SharedConcurrency,
   SharedTokenBucket,
+  SharedTokenBudget,
   type Decision,
   type SharedDecisions,
   type Step,
@@ -36,6 +41,12 @@ import { formatFailurePolicies, type FailurePolicies } from './policy.js';
  */
 export interface LimiterFactory {
   tokenBucket(identity: string, params: RateLimitParams, subject: LimitSubject): RateLimiter;
+  tokenBudget(
+    identity: string,
+    params: TokenLimitParams,
+    scope: TokenLimitRefusal['scope'],
+    subject: string,
+  ): TokenLimiter;
   concurrency(identity: string, params: ConcurrencyParams, subject: LimitSubject): ConcurrencyLimiter;
   accountInflight(identity: string, alias: string, params: InflightParams): InflightLimiter;
   batch(identity: string, alias: string, params: BatchParams): BatchLimiter;
@@ -134,6 +145,15 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
     return new SharedTokenBucket(this, this.keyOf(identity), params, subject);
   }
 
+  tokenBudget(
+    identity: string,
+    params: TokenLimitParams,
+    scope: TokenLimitRefusal['scope'],
+    subject: string,
+  ): TokenLimiter {
+    return new SharedTokenBudget(this, this.keyOf(identity), params, scope, subject);
+  }
+
   concurrency(identity: string, params: ConcurrencyParams, subject: LimitSubject): ConcurrencyLimiter {
     return new SharedConcurrency(this, this.keyOf(identity), params, subject, this.#localCount(identity));
   }
@@ -161,24 +181,33 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
       if (step.kind === 'rate') {
         args.push('t', step.capacity, step.perSecond, step.ttlMs);
         leaseIds.push('');
+      } else if (step.kind === 'tokens') {
+        args.push('k', step.capacity, step.perSecond, '');
+        leaseIds.push('');
       } else {
         const leaseId = this.#leases.nextId();
         args.push('s', step.limit, leaseId, '');
         leaseIds.push(leaseId);
       }
     }
-    if (keys.length === 0) return this.#granted(steps, leaseIds, 0);
+    if (keys.length === 0) return this.#granted(steps, leaseIds, 0, 0);
     this.#flushReleases();
     const answer = this.client.admit(keys, args);
     if (!isPromise(answer)) return this.#byPolicy(steps, answer);
     return answer.then((verdict) => {
-      if (verdict.ok) return this.#granted(steps, leaseIds, verdict.granted);
+      if (verdict.ok) return this.#granted(steps, leaseIds, verdict.granted, verdict.waitSeconds);
       // A timed-out call may still run on the server later; removing its leases right behind it
       // (same connection, so after it) keeps a slow answer from holding slots until they expire.
       if (verdict.reason === 'timeout') {
         for (let i = 0; i < keys.length; i++) if (leaseIds[i] !== '') this.#release(keys[i]!, leaseIds[i]!);
       }
       return this.#byPolicy(steps, verdict);
+    });
+  }
+
+  chargeTokens(key: string, capacity: number, perSecond: number, tokens: number): void {
+    void this.client.chargeTokens([key], [capacity, perSecond, tokens]).then((charged) => {
+      if (!charged) this.#logger.debug({ tokens }, 'shared state token charge not recorded');
     });
   }
 
@@ -209,8 +238,16 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
     this.client.releaseSlots(batch.keys, batch.leaseIds);
   }
 
-  /** Redis granted the first `count` remote steps: their grants, and the refusal of the next one. */
-  #granted(steps: readonly Step[], leaseIds: readonly string[], count: number): Decision {
+  /**
+   * Redis granted the first `count` remote steps: their grants, and the refusal of the next one (a
+   * token budget's says how long to wait, `waitSeconds`).
+   */
+  #granted(
+    steps: readonly Step[],
+    leaseIds: readonly string[],
+    count: number,
+    waitSeconds: number,
+  ): Decision {
     const grants: Grant[] = [];
     let remote = 0;
     for (const step of steps) {
@@ -218,9 +255,13 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
         grants.push(new LocalGrant(step.local));
         continue;
       }
-      if (remote >= count) return { grants, refusal: step.refusal };
+      if (remote >= count) {
+        const refusal =
+          step.kind === 'tokens' ? tokenLimitRefusal(step.scope, step.subject, waitSeconds) : step.refusal;
+        return { grants, refusal };
+      }
       const leaseId = leaseIds[remote++]!;
-      if (step.kind === 'rate') {
+      if (step.kind === 'rate' || step.kind === 'tokens') {
         grants.push(NO_OP_GRANT);
       } else {
         this.#leases.add(step.key, leaseId);
@@ -241,7 +282,7 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
       if (this.#policy.decide(step.kind, unavailable.reason) === 'fail_closed') {
         return { grants, refusal: step.refusal };
       }
-      grants.push(step.kind === 'rate' ? NO_OP_GRANT : new LocalGrant(step.local));
+      grants.push(step.kind === 'rate' || step.kind === 'tokens' ? NO_OP_GRANT : new LocalGrant(step.local));
     }
     return { grants, refusal: undefined };
   }
