@@ -38,7 +38,25 @@
  * keeps the bucket level (clamped to the new capacity; a reload never hands out a fresh burst) and
  * still counts the slots held, as the in-memory limiters do.
  */
-export const ADMIT = `
+/**
+ * A bucket's or a budget's level now: a hash `{tokens, ts}` refilled at `per_second` (server time)
+ * up to `capacity`; a missing key is full. Shared by the scripts that read or write one.
+ */
+const LEVEL = `
+local function level(key, capacity, per_second, now_us)
+  local state = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens = tonumber(state[1])
+  local ts = tonumber(state[2])
+  if tokens == nil or ts == nil then
+    return capacity
+  elseif now_us > ts then
+    return math.min(capacity, tokens + (now_us - ts) * (per_second / 1000000))
+  end
+  return math.min(capacity, tokens)
+end
+`;
+
+export const ADMIT = `${LEVEL}
 local lease = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -47,32 +65,13 @@ for i = 1, #KEYS do
   local key = KEYS[i]
   local base = 2 + (i - 1) * 4
   if ARGV[base] == 'k' then
-    local capacity = tonumber(ARGV[base + 1])
     local per_second = tonumber(ARGV[base + 2])
-    local state = redis.call('HMGET', key, 'tokens', 'ts')
-    local tokens = tonumber(state[1])
-    local ts = tonumber(state[2])
-    if tokens == nil or ts == nil then
-      tokens = capacity
-    elseif now_us > ts then
-      tokens = math.min(capacity, tokens + (now_us - ts) * per_second / 1000000)
-    end
+    local tokens = level(key, tonumber(ARGV[base + 1]), per_second, now_us)
     if tokens <= 0 then
       return {i - 1, math.max(1, math.ceil((1e-9 - tokens) / per_second))}
     end
   elseif ARGV[base] == 't' then
-    local capacity = tonumber(ARGV[base + 1])
-    local per_us = tonumber(ARGV[base + 2]) / 1000000
-    local state = redis.call('HMGET', key, 'tokens', 'ts')
-    local tokens = tonumber(state[1])
-    local ts = tonumber(state[2])
-    if tokens == nil or ts == nil then
-      tokens = capacity
-    elseif now_us > ts then
-      tokens = math.min(capacity, tokens + (now_us - ts) * per_us)
-    else
-      tokens = math.min(capacity, tokens)
-    end
+    local tokens = level(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), now_us)
     local taken = tokens + 1e-9 >= 1
     if taken then
       tokens = math.max(0, tokens - 1)
@@ -99,7 +98,7 @@ return {#KEYS, 0}
  * Each budget is refilled to now (server time) and charged; the balance may go below zero. The key
  * lives until the budget would be full again, plus a second, as a bucket's does.
  */
-export const CHARGE_TOKENS = `
+export const CHARGE_TOKENS = `${LEVEL}
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 for i = 1, #KEYS do
@@ -107,17 +106,7 @@ for i = 1, #KEYS do
   local base = (i - 1) * 3 + 1
   local capacity = tonumber(ARGV[base])
   local per_second = tonumber(ARGV[base + 1])
-  local state = redis.call('HMGET', key, 'tokens', 'ts')
-  local tokens = tonumber(state[1])
-  local ts = tonumber(state[2])
-  if tokens == nil or ts == nil then
-    tokens = capacity
-  elseif now_us > ts then
-    tokens = math.min(capacity, tokens + (now_us - ts) * per_second / 1000000)
-  else
-    tokens = math.min(capacity, tokens)
-  end
-  tokens = tokens - tonumber(ARGV[base + 2])
+  local tokens = level(key, capacity, per_second, now_us) - tonumber(ARGV[base + 2])
   redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', now_us))
   redis.call('PEXPIRE', key, math.ceil((capacity - tokens) / per_second * 1000) + 1000)
 end
