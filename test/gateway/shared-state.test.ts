@@ -89,6 +89,8 @@ interface Answer {
   status: number;
   code: string | null;
   retryAfter: string | null;
+  /** The `x-ratelimit-*` headers. */
+  limits: Record<string, string>;
 }
 
 async function call(
@@ -104,7 +106,11 @@ async function call(
   const text = await response.text();
   let code: string | null = null;
   if (response.status !== 200) code = (JSON.parse(text) as { error: { code: string | null } }).error.code;
-  return { status: response.status, code, retryAfter: response.headers.get('retry-after') };
+  const limits: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name.startsWith('x-ratelimit-')) limits[name] = value;
+  });
+  return { status: response.status, code, retryAfter: response.headers.get('retry-after'), limits };
 }
 
 /** Opens a stream through the slow upstream and resolves once its headers arrived (slot held). */
@@ -150,13 +156,23 @@ describe('token budgets shared by two gateway processes', () => {
       const [a, b] = await sharedGateways(config, newPrefix(), [[], []]);
       // The charge is sent when a response ends; give it a moment to land before the next request.
       const settle = () => sleep(200);
-      expect((await call(a!, 'm')).status).toBe(200); // 250 -> 100
+      const first = await call(a!, 'm'); // 250 -> 100
+      expect(first.status).toBe(200);
+      expect(first.limits).toEqual({
+        'x-ratelimit-limit-tokens': '250',
+        'x-ratelimit-remaining-tokens': '250',
+        'x-ratelimit-reset-tokens': '0s',
+      });
       await settle();
-      expect((await call(b!, 'm')).status).toBe(200); // 100 -> -50
+      const second = await call(b!, 'm'); // 100 -> -50
+      expect(second.status).toBe(200);
+      // The other replica's charge, read from Redis.
+      expect(second.limits['x-ratelimit-remaining-tokens']).toBe('100');
       await settle();
       for (const gateway of [a!, b!]) {
         const refused = await call(gateway, 'm');
         expect(refused).toMatchObject({ status: 429, code: 'token_rate_limit' });
+        expect(refused.limits['x-ratelimit-remaining-tokens']).toBe('0');
         // 50 tokens below zero at 0.1 a second.
         expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(495);
         expect(Number(refused.retryAfter)).toBeLessThanOrEqual(501);
@@ -180,6 +196,28 @@ describe('limits shared by two gateway processes', () => {
     for (const gateway of [a!, b!]) expect(await metric(gateway, 'gateway_shared_state_up')).toBe(1);
   });
 
+  it('the x-ratelimit headers count the requests of both, refusals included', async () => {
+    // The key's bucket (3 at most) is tighter than the target's until it runs out.
+    const config = {
+      auth: {
+        key_definitions: {
+          acme: { key: 'acme-key', rate_limit: { requests_per_second: 0.001, burst_size: 3 } },
+        },
+      },
+      targets: {
+        m: { url: fast.url, keys: ['acme'], rate_limit: { requests_per_second: 0.001, burst_size: 10 } },
+      },
+    };
+    const [a, b] = await sharedGateways(config, newPrefix(), [[], []]);
+    const remaining: string[] = [];
+    for (const gateway of [a!, b!, a!, b!]) {
+      const answer = await call(gateway, 'm', acme);
+      expect(answer.limits['x-ratelimit-limit-requests']).toBe('3');
+      remaining.push(`${answer.status} ${answer.limits['x-ratelimit-remaining-requests']}`);
+    }
+    expect(remaining).toEqual(['200 2', '200 1', '200 0', '429 0']);
+  });
+
   it('an in-flight, concurrency or batch slot held on one refuses on the other until released', async () => {
     const config = {
       auth,
@@ -199,13 +237,13 @@ describe('limits shared by two gateway processes', () => {
       await hold(a!, 'concurrency'),
       await hold(a!, 'batch', dispatched),
     ];
-    expect(await call(b!, 'inflight', acme)).toEqual({
+    expect(await call(b!, 'inflight', acme)).toMatchObject({
       status: 429,
       code: 'inflight_limit_exceeded',
       retryAfter: '1',
     });
     expect(await call(b!, 'concurrency')).toMatchObject({ status: 429, code: 'concurrency_limit_exceeded' });
-    expect(await call(b!, 'batch', dispatched)).toEqual({
+    expect(await call(b!, 'batch', dispatched)).toMatchObject({
       status: 529,
       code: 'batch_capacity_exceeded',
       retryAfter: '1',

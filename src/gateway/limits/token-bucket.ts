@@ -1,5 +1,6 @@
 import { rateLimitRefusal } from './refusals.js';
 import type { Clock } from './clock.js';
+import type { LimitLevels } from './limit-headers.js';
 import {
   NO_OP_GRANT,
   type Grant,
@@ -65,6 +66,11 @@ export class TokenBucket implements RateLimiter {
   available(): number {
     this.#refill();
     return this.#tokens;
+  }
+
+  /** Reports its level for the response's rate-limit headers. */
+  reportTo(levels: LimitLevels): void {
+    levels.requests(this.#capacity, this.available(), this.#perMs * 1000);
   }
 
   #refill(): void {

@@ -1,5 +1,6 @@
 import { tokenLimitRefusal } from './refusals.js';
 import type { Clock } from './clock.js';
+import type { LimitLevels } from './limit-headers.js';
 import { NO_OP_GRANT, type Grant, type TokenLimiter, type TokenLimitRefusal } from './types.js';
 
 /** Config shape of `token_limit`. */
@@ -54,6 +55,11 @@ export class TokenBudget implements TokenLimiter {
     if (!(tokens > 0)) return;
     this.balance();
     this.#balance -= tokens;
+  }
+
+  /** Reports its level for the response's rate-limit headers. */
+  reportTo(levels: LimitLevels): void {
+    levels.tokens(this.#capacity, this.balance(), this.#perMs * 1000);
   }
 
   /** Tokens available now (negative while in debt). */

@@ -1,11 +1,16 @@
 import type { KeyLimits } from '../runtime/table.js';
 import { decideTogether, type Ask, type Decision } from '../limits/redis/limiters.js';
 import { isPromise, type Grant, type MaybePromise, type Refusal } from '../limits/types.js';
+import { LimitLevels } from '../limits/limit-headers.js';
 import type { RequestContext } from './context.js';
 
-/** A limiter as admission asks it (the in-flight limiter takes the account). */
+/**
+ * A limiter as admission asks it (the in-flight limiter takes the account). An in-memory bucket or
+ * budget reports its level for the rate-limit headers; a shared one reports through the decision.
+ */
 interface Limiter {
   acquire(account?: string): MaybePromise<Grant | Refusal>;
+  reportTo?(levels: LimitLevels): void;
 }
 
 /**
@@ -16,6 +21,8 @@ interface Limiter {
  */
 const STEPS = 8;
 const LAST_STEP = STEPS - 1;
+/** The steps before this one hold the limits the `x-ratelimit-*` headers report: budgets and buckets. */
+const LEVEL_STEPS = 5;
 
 /** The limiter of one step for this request, if it has one there. */
 function limiterAt(ctx: RequestContext, keyLimits: KeyLimits | undefined, step: number): Limiter | undefined {
@@ -113,13 +120,43 @@ function asks(ctx: RequestContext, keyLimits: KeyLimits | undefined): Ask[] {
  */
 export function admit(ctx: RequestContext): MaybePromise<Refusal | undefined> {
   const keyLimits = keyLimitsOf(ctx);
+  const levels = levelsFor(ctx, keyLimits);
   if (ctx.table.sharedLimits) {
-    const together = decideTogether(asks(ctx, keyLimits));
+    const together = decideTogether(asks(ctx, keyLimits), levels);
     if (together !== undefined) {
-      return isPromise(together) ? together.then((d) => settleAll(ctx, d)) : settleAll(ctx, together);
+      if (levels === undefined)
+        return isPromise(together) ? together.then((d) => settleAll(ctx, d)) : settleAll(ctx, together);
+      const settled = (decision: Decision): Refusal | undefined => {
+        ctx.limitHeaders = levels.headers();
+        return settleAll(ctx, decision);
+      };
+      return isPromise(together) ? together.then(settled) : settled(together);
     }
   }
-  return askInTurn(ctx, keyLimits, 0);
+  const refusal = askInTurn(ctx, keyLimits, 0);
+  if (levels === undefined) return refusal;
+  if (!isPromise(refusal)) {
+    noteLevels(ctx, keyLimits, levels);
+    return refusal;
+  }
+  return refusal.then((answer) => {
+    noteLevels(ctx, keyLimits, levels);
+    return answer;
+  });
+}
+
+/** Where the levels of the request's limits go, when it has a bucket or budget and headers are on. */
+function levelsFor(ctx: RequestContext, keyLimits: KeyLimits | undefined): LimitLevels | undefined {
+  if (!ctx.table.rateLimitHeaders) return undefined;
+  for (let step = 0; step < LEVEL_STEPS; step++)
+    if (limiterAt(ctx, keyLimits, step) !== undefined) return new LimitLevels();
+  return undefined;
+}
+
+/** Reads the in-memory buckets' and budgets' levels after admission, for the response's headers. */
+function noteLevels(ctx: RequestContext, keyLimits: KeyLimits | undefined, levels: LimitLevels): void {
+  for (let step = 0; step < LEVEL_STEPS; step++) limiterAt(ctx, keyLimits, step)?.reportTo?.(levels);
+  ctx.limitHeaders = levels.headers();
 }
 
 /**

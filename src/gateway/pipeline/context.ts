@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AliasRoute, RuntimeTable } from '../runtime/table.js';
 import type { KeyIdentity } from '../auth/keys.js';
 import type { Grant } from '../limits/types.js';
@@ -63,6 +63,11 @@ export class RequestContext {
   requestId = '';
   /** Upstream attempts sent so far. */
   attempts = 0;
+  /**
+   * The `x-ratelimit-*` headers of the limits the request was admitted or refused under, set at
+   * admission; on every response after it. Undefined when it has none or they are switched off.
+   */
+  limitHeaders: OutgoingHttpHeaders | undefined;
   /** What the committed attempt served (undefined until one commits). */
   served: ServedRecord | undefined;
   /**

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { errorJson } from '../../lib/errors.js';
 import type { Refusal } from '../limits/types.js';
 import { STRICT_STATUS_TABLE } from '../strict/index.js';
@@ -166,20 +166,26 @@ export function inResponseMode(error: GatewayError, strictMode: boolean): Gatewa
 
 /**
  * Writes a gateway error as the standard error object with an exact Content-Length, carrying the
- * request's id when it has one.
+ * request's id when it has one and the request's rate-limit headers when it has them.
  */
-export function writeGatewayError(res: ServerResponse, error: GatewayError, requestId?: string): void {
+export function writeGatewayError(
+  res: ServerResponse,
+  error: GatewayError,
+  requestId?: string,
+  limitHeaders?: OutgoingHttpHeaders,
+): void {
   if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
   }
   const body = errorJson(error.message, error.type, error.code, error.param);
-  const headers: Record<string, string | number> = {
+  const headers: OutgoingHttpHeaders = {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
   };
   if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
   if (requestId !== undefined) headers['x-request-id'] = requestId;
+  if (limitHeaders !== undefined) Object.assign(headers, limitHeaders);
   res.writeHead(error.status, headers);
   res.end(body);
 }

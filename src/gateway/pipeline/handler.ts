@@ -234,7 +234,7 @@ function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): voi
   if (ctx.isClosed) return;
   const error = inResponseMode(made, ctx.table.strictMode);
   ctx.endedAs(error.outcome);
-  writeGatewayError(ctx.res, error, ctx.requestId);
+  writeGatewayError(ctx.res, error, ctx.requestId, ctx.limitHeaders);
   if (error.outcome !== 'rejected') return;
   deps.metrics.rejections.inc({
     model: ctx.modelLabel,

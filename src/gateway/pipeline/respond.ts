@@ -261,6 +261,7 @@ async function respondStream(
     ctx.res.writeHead(response.statusCode, {
       'content-type': 'text/event-stream',
       'x-request-id': ctx.requestId,
+      ...ctx.limitHeaders,
     });
     cutResponse(ctx.res);
     return;

@@ -2,6 +2,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders, isEventStream, isJson } from '../http/headers.js';
+import { LIMIT_HEADER_NAMES } from '../limits/limit-headers.js';
 import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
 import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
@@ -43,6 +44,12 @@ function headersFor(
     delete headers.etag;
   }
   for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
+  const limitHeaders = ctx.limitHeaders;
+  if (limitHeaders !== undefined) {
+    // The client is told the gateway's limits, never half of them beside the provider's own.
+    for (const name of LIMIT_HEADER_NAMES) delete headers[name];
+    Object.assign(headers, limitHeaders);
+  }
   return headers;
 }
 
@@ -266,8 +273,10 @@ export function answerJson(
     upstream === undefined ? { 'x-request-id': ctx.requestId } : headersFor(ctx, attempt, upstream, true);
   headers['content-type'] = 'application/json';
   headers['content-length'] = Buffer.byteLength(body);
-  if (upstream === undefined)
+  if (upstream === undefined) {
     for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
+    if (ctx.limitHeaders !== undefined) Object.assign(headers, ctx.limitHeaders);
+  }
   ctx.res.writeHead(status, headers);
   ctx.res.end(body);
 }

@@ -183,6 +183,7 @@ export function compileRuntime(
       accountTokenLimits,
       rejectUnsupportedParams: new Set(config.reject_unsupported_params ?? []),
       sharedLimits: options.sharedLimits !== undefined,
+      rateLimitHeaders: config.rate_limit_headers ?? true,
       limiters: registry.finish(),
     },
   };

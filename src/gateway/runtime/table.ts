@@ -35,6 +35,8 @@ export interface RuntimeTable {
   readonly rejectUnsupportedParams: ReadonlySet<string>;
   /** The limiters are shared through Redis (`--shared-state`): admission decides them together. */
   readonly sharedLimits: boolean;
+  /** Responses carry the `x-ratelimit-*` headers of the limits they were admitted under. */
+  readonly rateLimitHeaders: boolean;
 }
 
 export interface KeyLimits {

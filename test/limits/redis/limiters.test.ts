@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConcurrencyPermits } from '../../../src/gateway/limits/concurrency.js';
 import { accountKey, decideTogether } from '../../../src/gateway/limits/redis/limiters.js';
 import type { Grant } from '../../../src/gateway/limits/types.js';
+import { LimitLevels } from '../../../src/gateway/limits/limit-headers.js';
 import { startRedis, type RedisServer } from '../../helpers/redis.js';
 import { grant, openStore, refusal, sleep, uniquePrefix, type TestStore } from './helpers.js';
 
@@ -319,6 +320,45 @@ describe('one request, one round trip', () => {
     expect(third.grants).toHaveLength(0);
     const level = Number(await admin.hget(store.keyOf('target:llama:rate'), 'tokens'));
     expect(Math.round(level)).toBe(3);
+  });
+
+  it('reports the level of every bucket and budget, read without taking after a refusal', async () => {
+    const [a] = await replicas(1);
+    const store = a!.store;
+    const budget = store.tokenBudget(
+      'key:alice:tokens',
+      { tokens_per_minute: 60, burst_tokens: 100 },
+      'key',
+      'alice',
+    );
+    const rate = store.tokenBucket(
+      'target:llama:rate',
+      { requests_per_second: 0.001, burst_size: 5 },
+      target,
+    );
+    const asks = [
+      { limiter: budget, account: undefined },
+      { limiter: rate, account: undefined },
+    ];
+    const admitted = new LimitLevels();
+    expect((await decideTogether(asks, admitted)!).refusal).toBeUndefined();
+    expect(admitted.headers()).toMatchObject({
+      'x-ratelimit-remaining-requests': '4',
+      'x-ratelimit-remaining-tokens': '100',
+    });
+
+    // 150 tokens take the budget to -50: refused at the first step, the bucket is only read.
+    budget.charge(150);
+    await sleep(50);
+    const refused = new LimitLevels();
+    expect((await decideTogether(asks, refused)!).refusal?.code).toBe('token_rate_limit');
+    expect(refused.headers()).toMatchObject({
+      'x-ratelimit-limit-requests': '5',
+      'x-ratelimit-remaining-requests': '4',
+      'x-ratelimit-limit-tokens': '100',
+      'x-ratelimit-remaining-tokens': '0',
+    });
+    expect(Math.round(Number(await admin.hget(store.keyOf('target:llama:rate'), 'tokens')))).toBe(4);
   });
 
   it('grants the local steps before a refusal, and none after it', async () => {

@@ -63,6 +63,12 @@ export const GatewayConfigSchema = z
     timeouts: TimeoutsSchema.optional().describe(
       'Upstream timeouts of every target (a target or a provider entry may override them field by field).',
     ),
+    rate_limit_headers: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Responses of a request under a rate or token limit carry `x-ratelimit-limit-requests`, `x-ratelimit-remaining-requests`, `x-ratelimit-reset-requests` and the same three for tokens: the tightest of its key, target and account limits (capacity, what is left after this request, the time until full). They replace a provider's own `x-ratelimit-*` headers. `false` sends none and passes a provider's through.",
+      ),
     targets: TargetsSchema.describe(
       'Model alias -> target. A request selects the alias with its body `model` or the `model-override` header. A key `alias:class` whose `alias` is also a key is a request-class pool of that alias.',
     ),

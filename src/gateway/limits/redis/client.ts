@@ -10,7 +10,7 @@ declare module 'ioredis' {
     gatewayAdmit(
       keyCount: number,
       ...keysThenArgs: (string | number)[]
-    ): Result<[granted: number, waitSeconds: number], Context>;
+    ): Result<[granted: number, waitSeconds: number, ...levels: string[]], Context>;
     gatewayChargeTokens(keyCount: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
     gatewayRenewSlots(key: string, leaseMs: number, ...leaseIds: string[]): Result<number, Context>;
     gatewayReleaseSlots(keyCount: number, ...keysThenLeaseIds: string[]): Result<number, Context>;
@@ -27,10 +27,18 @@ export interface Unavailable {
 
 /**
  * How many admission steps Redis granted (and, when a token budget refused, the seconds until it is
- * positive again), or why it gave no answer. Errors are values.
+ * positive again, and the level of each bucket and budget step), or why it gave no answer. Errors
+ * are values.
  */
 export type Verdict =
-  { readonly ok: true; readonly granted: number; readonly waitSeconds: number } | Unavailable;
+  | {
+      readonly ok: true;
+      readonly granted: number;
+      readonly waitSeconds: number;
+      /** The admission reply itself: the levels are its entries from index 2 on, as strings. */
+      readonly reply: readonly (number | string)[];
+    }
+  | Unavailable;
 
 const UNAVAILABLE: Readonly<Record<UnavailableReason, Unavailable>> = Object.freeze({
   disconnected: Object.freeze({ ok: false, reason: 'disconnected' }),
@@ -197,8 +205,8 @@ export class SharedStateClient {
   }
 }
 
-function granted(reply: [granted: number, waitSeconds: number]): Verdict {
-  return { ok: true, granted: reply[0], waitSeconds: reply[1] };
+function granted(reply: [granted: number, waitSeconds: number, ...levels: string[]]): Verdict {
+  return { ok: true, granted: reply[0], waitSeconds: reply[1], reply };
 }
 
 function unavailable(error: unknown): Unavailable {

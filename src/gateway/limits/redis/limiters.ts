@@ -30,6 +30,7 @@ import {
   tokenLimitRefusal,
 } from '../refusals.js';
 import type { TokenLimitParams } from '../token-budget.js';
+import type { LimitLevels } from '../limit-headers.js';
 
 /** One shared decision of a request: what the admission script (or the failure policy) decides. */
 export type Step =
@@ -69,7 +70,8 @@ export interface Decision {
 
 /** What the shared limiters ask of the store: their steps decided in one call, in order. */
 export interface SharedDecisions {
-  decide(steps: readonly Step[]): MaybePromise<Decision>;
+  /** With `levels`, the level of each bucket and budget step is reported to it when Redis answers. */
+  decide(steps: readonly Step[], levels?: LimitLevels): MaybePromise<Decision>;
   /** Charges a token budget after a response (fire and forget). */
   chargeTokens(key: string, capacity: number, perSecond: number, tokens: number): void;
 }
@@ -322,9 +324,12 @@ export interface Ask {
  * The admission of one request in a single round trip, when every limiter it asks is shared through
  * the same store; undefined otherwise (the caller then asks them one by one). The answer is what
  * asking them in order would give: the grants of the steps before the first refusal, and that
- * refusal.
+ * refusal. With `levels`, the levels of its buckets and budgets are reported to it.
  */
-export function decideTogether(asks: readonly Ask[]): MaybePromise<Decision> | undefined {
+export function decideTogether(
+  asks: readonly Ask[],
+  levels?: LimitLevels,
+): MaybePromise<Decision> | undefined {
   const first = asks[0]?.limiter;
   if (!(first instanceof SharedLimiter)) return undefined;
   const steps: Step[] = [];
@@ -332,5 +337,5 @@ export function decideTogether(asks: readonly Ask[]): MaybePromise<Decision> | u
     if (!(limiter instanceof SharedLimiter) || limiter.decisions !== first.decisions) return undefined;
     steps.push(limiter.step(account));
   }
-  return first.decisions.decide(steps);
+  return first.decisions.decide(steps, levels);
 }

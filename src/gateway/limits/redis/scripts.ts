@@ -18,11 +18,14 @@
  *   step only reads it: it grants while the refilled balance is above zero and takes nothing (the
  *   tokens are charged after the response, by `CHARGE_TOKENS`).
  *
- * Steps are taken in order and the script stops at the first refusal, exactly as asking the
- * limiters one by one would (a refusal spends nothing further; what earlier steps took stays taken,
- * and the caller releases it with the request). Returns how many steps were granted (all of them,
- * or the index of the refusing step) and, when a token budget refused, the whole seconds until its
- * balance is above zero (else 0).
+ * Steps are taken in order and the script takes nothing after the first refusal, exactly as asking
+ * the limiters one by one would (a refusal spends nothing further; what earlier steps took stays
+ * taken, and the caller releases it with the request). Returns how many steps were granted (all of
+ * them, or the index of the refusing step); when a token budget refused, the whole seconds until its
+ * balance is above zero (else 0); then the level of every bucket and budget step in order, as
+ * strings (Redis would truncate a Lua number to an integer): after this request's take for a bucket
+ * that granted, read only for the steps after a refusal. The levels feed the `x-ratelimit-*`
+ * response headers.
  *
  * Token bucket: a missing key is a full bucket, so the key only has to live until the bucket would
  * be full again (the TTL the caller computes): idle buckets cost no memory. A server clock that
@@ -61,36 +64,48 @@ local lease = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
+local granted = #KEYS
+local wait = 0
+local levels = {}
 for i = 1, #KEYS do
   local key = KEYS[i]
   local base = 2 + (i - 1) * 4
-  if ARGV[base] == 'k' then
+  local kind = ARGV[base]
+  if granted < #KEYS then
+    if kind == 'k' or kind == 't' then
+      local tokens = level(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), now_us)
+      levels[#levels + 1] = string.format('%.17g', tokens)
+    end
+  elseif kind == 'k' then
     local per_second = tonumber(ARGV[base + 2])
     local tokens = level(key, tonumber(ARGV[base + 1]), per_second, now_us)
+    levels[#levels + 1] = string.format('%.17g', tokens)
     if tokens <= 0 then
-      return {i - 1, math.max(1, math.ceil((1e-9 - tokens) / per_second))}
+      granted = i - 1
+      wait = math.max(1, math.ceil((1e-9 - tokens) / per_second))
     end
-  elseif ARGV[base] == 't' then
+  elseif kind == 't' then
     local tokens = level(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), now_us)
     local taken = tokens + 1e-9 >= 1
     if taken then
       tokens = math.max(0, tokens - 1)
+    else
+      granted = i - 1
     end
     redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', now_us))
     redis.call('PEXPIRE', key, ARGV[base + 3])
-    if not taken then
-      return {i - 1, 0}
-    end
+    levels[#levels + 1] = string.format('%.17g', tokens)
   else
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms)
     if redis.call('ZCARD', key) >= tonumber(ARGV[base + 1]) then
-      return {i - 1, 0}
+      granted = i - 1
+    else
+      redis.call('ZADD', key, now_ms + lease, ARGV[base + 2])
+      redis.call('PEXPIRE', key, lease)
     end
-    redis.call('ZADD', key, now_ms + lease, ARGV[base + 2])
-    redis.call('PEXPIRE', key, lease)
   end
 end
-return {#KEYS, 0}
+return {granted, wait, unpack(levels)}
 `;
 
 /**

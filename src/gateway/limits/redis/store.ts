@@ -3,6 +3,7 @@ import type { ConcurrencyParams } from '../concurrency.js';
 import type { InflightParams } from '../inflight.js';
 import type { RateLimitParams } from '../token-bucket.js';
 import type { TokenLimitParams } from '../token-budget.js';
+import type { LimitLevels } from '../limit-headers.js';
 import { tokenLimitRefusal } from '../refusals.js';
 import {
   NO_OP_GRANT,
@@ -169,9 +170,11 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
   /**
    * Decides `steps` in order in one round trip (see `ADMIT`): the grants of the steps before the first
    * refusal, and that refusal. Without an answer from Redis, each step in order is decided by its
-   * kind's failure policy, counted and logged; a fail_closed step refuses and stops there.
+   * kind's failure policy, counted and logged; a fail_closed step refuses and stops there. With
+   * `levels`, the level Redis reported for each bucket and budget step is reported to it (nothing
+   * when Redis gave no answer: the levels are unknown then).
    */
-  decide(steps: readonly Step[]): MaybePromise<Decision> {
+  decide(steps: readonly Step[], levels?: LimitLevels): MaybePromise<Decision> {
     const keys: string[] = [];
     const args: (string | number)[] = [this.#leaseMs];
     const leaseIds: string[] = [];
@@ -195,7 +198,10 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
     const answer = this.client.admit(keys, args);
     if (!isPromise(answer)) return this.#byPolicy(steps, answer);
     return answer.then((verdict) => {
-      if (verdict.ok) return this.#granted(steps, leaseIds, verdict.granted, verdict.waitSeconds);
+      if (verdict.ok) {
+        if (levels !== undefined) reportLevels(steps, verdict.reply, levels);
+        return this.#granted(steps, leaseIds, verdict.granted, verdict.waitSeconds);
+      }
       // A timed-out call may still run on the server later; removing its leases right behind it
       // (same connection, so after it) keeps a slow answer from holding slots until they expire.
       if (verdict.reason === 'timeout') {
@@ -300,5 +306,21 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
         if (!renewed) this.#logger.debug({ leases: leaseIds.length }, 'shared state lease renewal failed');
       });
     }
+  }
+}
+
+/** Reports the levels of an admission reply (entries 2 on, one per bucket and budget step, in order). */
+function reportLevels(
+  steps: readonly Step[],
+  reply: readonly (number | string)[],
+  levels: LimitLevels,
+): void {
+  let at = 2;
+  for (const step of steps) {
+    if (step.kind !== 'rate' && step.kind !== 'tokens') continue;
+    const level = Number(reply[at++]);
+    if (!Number.isFinite(level)) continue;
+    if (step.kind === 'rate') levels.requests(step.capacity, level, step.perSecond);
+    else levels.tokens(step.capacity, level, step.perSecond);
   }
 }
