@@ -130,7 +130,7 @@ describe('rate-limit headers', () => {
       'x-ratelimit-limit-requests': '2',
       'x-ratelimit-remaining-requests': '0',
     });
-    // A request-rate refusal has no Retry-After: the reset header is what says when to come back.
+    // A request-rate refusal has no Retry-After; the reset is the time until the bucket is full.
     expect(refused.retryAfter).toBeNull();
     expect(durationMs(refused.limits['x-ratelimit-reset-requests'])).toBeGreaterThan(3000);
   });

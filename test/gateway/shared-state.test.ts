@@ -372,9 +372,20 @@ describe('Redis stopped and restarted under load', () => {
     });
     expect(JSON.stringify(logs)).not.toContain('hunter2');
     expect(await metric(gateway, 'gateway_shared_state_up')).toBe(0);
-    // Defaults: rate fails open, batch fails closed.
-    expect((await call(gateway, 'rated')).status).toBe(200);
-    expect((await call(gateway, 'rated')).status).toBe(200);
+    // Defaults: rate fails open, batch fails closed. The bucket's level is unknown: no rate-limit
+    // headers, and the provider's own (its limits, not the client's) are still dropped.
+    fast.respondWith(
+      jsonReply(200, { id: 'cmpl', object: 'chat.completion' }, { 'x-ratelimit-remaining-requests': '9999' }),
+    );
+    try {
+      for (let i = 0; i < 2; i++) {
+        const answer = await call(gateway, 'rated');
+        expect(answer.status).toBe(200);
+        expect(answer.limits).toEqual({});
+      }
+    } finally {
+      fast.respondWith(jsonReply(200, { id: 'cmpl', object: 'chat.completion' }));
+    }
     expect(await call(gateway, 'batch', { 'x-gateway-dispatched': '1' })).toMatchObject({
       status: 529,
       code: 'batch_capacity_exceeded',

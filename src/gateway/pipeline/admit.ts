@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { KeyLimits } from '../runtime/table.js';
 import { decideTogether, type Ask, type Decision } from '../limits/redis/limiters.js';
 import { isPromise, type Grant, type MaybePromise, type Refusal } from '../limits/types.js';
@@ -23,6 +24,11 @@ const STEPS = 8;
 const LAST_STEP = STEPS - 1;
 /** The steps before this one hold the limits the `x-ratelimit-*` headers report: budgets and buckets. */
 const LEVEL_STEPS = 5;
+/**
+ * The headers of a limited request whose levels are unknown (Redis gave no answer): none of the
+ * gateway's, and still none of the provider's, whose limits are not the client's.
+ */
+const NO_LIMIT_HEADERS: OutgoingHttpHeaders = Object.freeze({});
 
 /** The limiter of one step for this request, if it has one there. */
 function limiterAt(ctx: RequestContext, keyLimits: KeyLimits | undefined, step: number): Limiter | undefined {
@@ -114,8 +120,8 @@ function asks(ctx: RequestContext, keyLimits: KeyLimits | undefined): Ask[] {
  * Admission (spec 7.1, 8). Each limiter is asked only after the previous one granted, so a refusal
  * spends nothing further; every grant is held by the request and released when it closes, also when
  * a later check refuses. In-memory limiters answer synchronously and admission then costs no
- * microtask and no allocation of its own; an asynchronous limiter switches to awaiting from that
- * point on. Limiters shared through Redis (`--shared-state`) are decided together in one round trip
+ * microtask, and no allocation of its own beyond the levels of a request's buckets and budgets for
+ * its rate-limit headers; an asynchronous limiter switches to awaiting from that point on. Limiters shared through Redis (`--shared-state`) are decided together in one round trip
  * with the same outcome (`decideTogether`): one network hop per request instead of one per limit.
  */
 export function admit(ctx: RequestContext): MaybePromise<Refusal | undefined> {
@@ -127,7 +133,7 @@ export function admit(ctx: RequestContext): MaybePromise<Refusal | undefined> {
       if (levels === undefined)
         return isPromise(together) ? together.then((d) => settleAll(ctx, d)) : settleAll(ctx, together);
       const settled = (decision: Decision): Refusal | undefined => {
-        ctx.limitHeaders = levels.headers();
+        ctx.limitHeaders = levels.headers() ?? NO_LIMIT_HEADERS;
         return settleAll(ctx, decision);
       };
       return isPromise(together) ? together.then(settled) : settled(together);
@@ -156,7 +162,7 @@ function levelsFor(ctx: RequestContext, keyLimits: KeyLimits | undefined): Limit
 /** Reads the in-memory buckets' and budgets' levels after admission, for the response's headers. */
 function noteLevels(ctx: RequestContext, keyLimits: KeyLimits | undefined, levels: LimitLevels): void {
   for (let step = 0; step < LEVEL_STEPS; step++) limiterAt(ctx, keyLimits, step)?.reportTo?.(levels);
-  ctx.limitHeaders = levels.headers();
+  ctx.limitHeaders = levels.headers() ?? NO_LIMIT_HEADERS;
 }
 
 /**

@@ -128,6 +128,7 @@ function failUnexpectedly(
       res,
       inResponseMode(gatewayErrors.internal(), deps.runtime().strictMode),
       ctx?.requestId,
+      ctx?.limitHeaders,
     );
   } else {
     res.destroy();
