@@ -130,7 +130,8 @@ describe('request outcomes', () => {
 
   it('upstream_cut: a chat stream that ends cleanly without its [DONE] is never completed', async () => {
     const got = await post('noDone', { stream: true });
-    expect(got.failed).toBe(false);
+    // The client's response is cut after the provider's last byte: never a clean, complete-looking end.
+    expect(got.failed).toBe(true);
     expect(await counted('noDone', 'upstream_cut')).toBe(1);
     expect(
       metricValue(await gateway.metrics(), 'gateway_requests_total', {

@@ -374,13 +374,18 @@ describe('a provider answer that arrives in one piece with its end', () => {
   };
 
   it.each([
-    ['with [DONE]', chunkEvent('a') + chunkEvent('b') + 'data: [DONE]\n\n', 'data: [DONE]\n\n'],
     [
-      'without [DONE]',
-      chunkEvent('a') + chunkEvent('b'),
-      `data: ${JSON.stringify(chunkValue('b', 'rec'))}\n\n`,
+      'with [DONE]: the client response ends cleanly',
+      chunkEvent('a') + chunkEvent('b') + 'data: [DONE]\n\n',
+      'data: [DONE]\n\n',
     ],
-  ])('%s: the client response ends cleanly', async (_name, body, tail) => {
+    [
+      // Cut short, whatever its last frame said: the error event tells the client, no [DONE] follows.
+      'without [DONE]: the 502 error event ends it',
+      chunkEvent('a') + chunkEvent('b'),
+      `data: ${JSON.stringify(chunkValue('b', 'rec'))}\n\ndata: ${JSON.stringify({ error: { message: 'Bad gateway', type: 'api_error', param: null, code: 502 } })}\n\n`,
+    ],
+  ])('%s', async (_name, body, tail) => {
     up.respondWith(whole(body));
     const read = await stream(strict, 'rec');
     expect(read.failed).toBe(false);

@@ -312,8 +312,6 @@ function expectedFor(setup: Setup, mode: FaultMode): Expected {
   }
   // The client gives up on a stalled stream: its leaving ends the request.
   if (mode === 'stall') return { end: 'gave_up', done: false, failover: false, outcome: 'client_cancelled' };
-  if (mode === 'no_done')
-    return { end: 'clean', done: false, failover: false, last: 'finish', outcome: 'upstream_cut' };
   if (mode === 'no_usage')
     return { end: 'clean', done: true, failover: false, last: '[DONE]', outcome: 'completed' };
   if (!setup.strict) {
@@ -322,25 +320,25 @@ function expectedFor(setup: Setup, mode: FaultMode): Expected {
     // The provider's error passed through, even with its [DONE] after it, is an error served.
     if (mode === 'error_envelope_200')
       return { end: 'clean', done: true, failover: false, last: '[DONE]', outcome: 'upstream_error' };
-    if (mode === 'error_400_in_sse')
-      return {
-        end: 'clean',
-        done: false,
-        failover: false,
-        last: "error 400 (provider's)",
-        outcome: 'upstream_error',
-      };
+    // A stream without its [DONE] is never ended cleanly: the client sees a broken transfer after
+    // the provider's bytes, whatever its last frame said.
+    const last: Record<string, string> = {
+      no_done: 'finish',
+      error_400_in_sse: "error 400 (provider's)",
+      cancelled_499: "error 499 (provider's)",
+    };
     return {
-      end: 'clean',
+      end: 'transport_error',
       done: false,
       failover: false,
-      last: "error 499 (provider's)",
-      outcome: 'upstream_error',
+      last: last[mode]!,
+      outcome: mode === 'no_done' ? 'upstream_cut' : 'upstream_error',
     };
   }
   const trusted = setup.id === 'strict-trusted';
-  // A broken stream always ends with the gateway's own error event, trusted or not; it was cut.
-  if (ABRUPT_FAULT_MODES.has(mode))
+  // A broken stream always ends with the gateway's own error event, trusted or not; it was cut. So
+  // does one that ended without its [DONE].
+  if (ABRUPT_FAULT_MODES.has(mode) || mode === 'no_done')
     return {
       end: 'clean',
       done: false,

@@ -55,6 +55,11 @@ export class ServedStream {
     return (previous === undefined ? '' : previous.toString('utf8')) + last.toString('utf8');
   }
 
+  /** The stream's last event was `[DONE]`, an error before it or not. */
+  endedWithDone(): boolean {
+    return DONE_AT_END.test(this.#text());
+  }
+
   /**
    * How the stream went: an error event anywhere in it (an error served, even if `[DONE]` came
    * after it), else whether it ended with `[DONE]`, else neither (the provider stopped without a

@@ -180,6 +180,14 @@ class ForwardToClient extends ClientBodyWriter {
     if (rest !== undefined) ctx.res.write(rest);
     if (served instanceof ServedStream) {
       streamServed(ctx, this.attempt, served);
+      if (streamEndsWithDone(ctx.path) && !served.endedWithDone()) {
+        // A chat or text stream is complete only with its `[DONE]`. Ending the client's response
+        // cleanly would present what came (even a last frame saying `finish_reason: stop`, or an
+        // error object a client library does not recognize) as the whole answer: it is cut instead,
+        // so every client sees a broken transfer. The bytes stay the provider's.
+        cutResponse(ctx.res);
+        return;
+      }
     } else {
       // An error inside the 200 reports no usage.
       const errorInside = served?.isError() === true;
@@ -414,8 +422,15 @@ class TransformPump extends ClientBodyWriter {
     if (this.#finished || this.ctx.isClosed) return;
     this.ctx.endedAs('upstream_cut');
     upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
+    this.#endCut();
+  }
+
+  /**
+   * Ends a stream the provider cut short. Strict clients get an error event they can act on, with no
+   * `[DONE]` after it; a sanitized stream outside strict mode is cut, as a passed-through one is.
+   */
+  #endCut(): void {
     if (this.attempt.mode.kind === 'strict') {
-      // Strict clients get an error event they can act on; no `[DONE]` follows it.
       this.ctx.res.write(invalidUpstreamResponseEvent());
       this.#finish('end');
     } else {
@@ -441,12 +456,15 @@ class TransformPump extends ClientBodyWriter {
         this.#finish('end');
         return;
       case 'clean':
-        // Ended at an event boundary: complete, unless the endpoint's streams end with `[DONE]`.
-        if (streamEndsWithDone(this.ctx.path)) {
-          this.ctx.endedAs('upstream_cut');
-          this.attempt.cut();
+        // Ended at an event boundary: complete, unless the endpoint's streams end with `[DONE]`;
+        // then the answer was cut short, whatever its last frame said.
+        if (!streamEndsWithDone(this.ctx.path)) {
+          this.#finish('end');
+          return;
         }
-        this.#finish('end');
+        this.ctx.endedAs('upstream_cut');
+        this.attempt.cut();
+        this.#endCut();
         return;
       case 'overflow':
         logOverflow(this.ctx, this.attempt, this.deps.logger, step.overflow!);
