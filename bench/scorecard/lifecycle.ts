@@ -21,6 +21,7 @@ export interface Pace {
 
 async function capacity(world: World, body: Record<string, unknown>): Promise<void> {
   const response = await fetch(`${world.sim.origin}/control/capacity`, {
+    signal: AbortSignal.timeout(5000),
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'preferred', ...body }),
@@ -29,7 +30,7 @@ async function capacity(world: World, body: Record<string, unknown>): Promise<vo
 }
 
 async function simMetrics(world: World): Promise<string> {
-  return (await fetch(`${world.sim.origin}/metrics`)).text();
+  return (await fetch(`${world.sim.origin}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
 }
 
 export interface PhaseStats {
@@ -117,6 +118,7 @@ export async function reloadRow(
   const ask: Ask = { stream: true, expected, hangMs: pace.hangMs };
   const before = system.gateway.reloads();
   let writing = true;
+  let failedWrite: unknown;
   const writer = (async () => {
     for (let n = 0; writing; n++) {
       const targets = {
@@ -126,10 +128,13 @@ export async function reloadRow(
       await system.gateway.writeConfig({ ...config, targets });
       await sleep(300);
     }
-  })();
+  })().catch((error: unknown) => {
+    failedWrite = error;
+  });
   const observations = await runFor(pace.reloadSeconds * 1000, 8, () => observeRaw(target, ask));
   writing = false;
   await writer;
+  if (failedWrite !== undefined) throw failedWrite;
   await system.gateway.writeConfig(config);
   return { cell: summarize(observations), reloads: system.gateway.reloads() - before };
 }

@@ -165,7 +165,7 @@ export async function observeRaw(target: Target, ask: Ask): Promise<Observation>
     }
     if (!ask.stream) {
       const body = parsed(await response.text());
-      if (body === undefined) return answer.seen('silent', '200, body not JSON');
+      if (body === undefined) return answer.seen('visible', '200, body not JSON');
       const error = errorOf(body);
       if (error !== undefined) return answer.seen('visible', `200, ${error}`);
       answer.take((body as { choices?: Choice[] }).choices?.[0]);
@@ -183,6 +183,8 @@ export async function observeRaw(target: Target, ask: Ask): Promise<Observation>
         read = await reader.read();
       } catch {
         if (limit.hung()) return answer.hung();
+        // A break after the [DONE] took nothing from the answer.
+        if (done && error === undefined) return answer.judged(true, '200, transport error after [DONE]');
         return answer.seen('visible', error ? `${error}, then transport error` : 'transport error');
       }
       if (read.done) break;

@@ -4,7 +4,7 @@ import type { CancelResult, CapacityResult, DrainResult } from './lifecycle.ts';
 import type { ClientKind, SystemId } from './systems.ts';
 
 export interface FaultRow {
-  readonly id: number;
+  readonly id: string;
   readonly title: string;
   readonly cells: Partial<Record<SystemId, Record<ClientKind, Cell>>>;
 }
@@ -115,7 +115,7 @@ function cancelText(result: Record<ClientKind, CancelResult> | undefined): strin
       const median = heard.length > 0 ? seconds(heard[Math.floor(heard.length / 2)]!) : '';
       return `${client === 'raw' ? 'raw' : 'SDK'}: ${
         heard.length === 0
-          ? `**provider never told** (${seen.length} of ${seen.length} within 3 s)`
+          ? `**provider never told** (none of ${seen.length} within 3 s)`
           : `provider told after ${median}${missed > 0 ? `, **${missed} never**` : ''}`
       }`;
     })
@@ -132,7 +132,7 @@ function sdkCutText(cell: Cell | undefined): string {
     parts.push(
       `**returns a truncated answer as complete**: ${escape(details.silent ?? '')} (${counts.silent} of ${cell.sent})`,
     );
-  if (counts.completed > 0) parts.push(`full answer (from the backup) ${counts.completed} of ${cell.sent}`);
+  if (counts.completed > 0) parts.push(`full answer ${counts.completed} of ${cell.sent}`);
   if (counts.hung > 0) parts.push(`**hangs** (${counts.hung} of ${cell.sent})`);
   return parts.join('; ');
 }
@@ -181,6 +181,8 @@ export function renderScorecard(results: Results): string {
   lines.push(
     '## Summary',
     '',
+    `The provider-fault rows (1 to 13b), ${results.requestsPerCell} requests per row and client:`,
+    '',
     '| System | Client | Requests | Completed | Failed visibly | Failed silently | Hung |',
     '|---|---|---|---|---|---|---|',
   );
@@ -192,9 +194,26 @@ export function renderScorecard(results: Results): string {
       );
     }
   lines.push('', `## Provider faults, ${CLIENT_WORDS.sdk}`, '', ...faultTable(results, 'sdk'));
+  lines.push(
+    '',
+    "What a system cannot express shows as what it does without it: Portkey's config has no",
+    'first-token deadline and no limit on the gaps of a stream (its `request_timeout` bounds the wait',
+    'for the response head: row 6), so in rows 5 and 10 it waits on the provider.',
+  );
   lines.push('', `## Provider faults, ${CLIENT_WORDS.raw}`, '', ...faultTable(results, 'raw'));
-  lines.push('', '## Under load, lifecycle, cancellation', '', header, rule);
-  const seven = results.faults.find((row) => row.id === 7);
+  lines.push(
+    '',
+    '## Under load, lifecycle, cancellation',
+    '',
+    'Rows 14 to 16 are read through raw HTTP (the load is the point; rows 7 to 13b show how each',
+    'client reads a failure); row 17 through both clients. The traffic shift of row 14 is read from',
+    "the simulator's count of finished requests per model every 250 ms: the first window after the",
+    'drop in which the second provider finished more requests than the first.',
+    '',
+    header,
+    rule,
+  );
+  const seven = results.faults.find((row) => row.id === '7');
   lines.push(
     `| 14 | The preferred provider's capacity drops mid-run (40 streamed requests a second; one running and one waiting sequence left) | ${per((id) => capacityText(results.capacity[id]))} |`,
     `| 15 | Configuration reloaded every 300 ms under load (long streams, 8 at a time) | ${per((id) => {

@@ -62,6 +62,13 @@ const pace: Pace = quick
 
 const log = (line: string): void => void process.stderr.write(`scorecard: ${line}\n`);
 const started = performance.now();
+// Every wait of the run is bounded; this bounds the whole, whatever goes wrong (the exit stops every
+// process the run started).
+const WATCHDOG_MS = (quick ? 3 : 15) * 60_000;
+setTimeout(() => {
+  log(`still running after ${WATCHDOG_MS / 60_000} minutes: stopped`);
+  void stopAll().finally(() => process.exit(1));
+}, WATCHDOG_MS).unref();
 
 function versionOf(path: string): string {
   return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
@@ -85,7 +92,7 @@ async function main(): Promise<number> {
   const sim: Sim = await startSim();
   stoppers.push(() => sim.stop());
   const stubs: Stub[] = [];
-  for (const behaviour of ['status_500', 'status_429', 'silent', 'error_200'] as const) {
+  for (const behaviour of ['status_500', 'status_429', 'silent', 'error_200', 'error_then_done'] as const) {
     const stub = await startStub(behaviour);
     stoppers.push(() => stub.stop());
     stubs.push(stub);
@@ -97,6 +104,7 @@ async function main(): Promise<number> {
     status429: stubs[1]!,
     silent: stubs[2]!,
     error200: stubs[3]!,
+    errorThenDone: stubs[4]!,
   };
   const expected = await answerOf(world, 'healthy');
   const expectedLong = await answerOf(world, 'long-stream');
@@ -172,7 +180,7 @@ async function main(): Promise<number> {
   }
   await stopAll();
 
-  const example = FAULT_SCENARIOS[6]!;
+  const example = FAULT_SCENARIOS.find((scenario) => scenario.id === '7')!;
   const gatewayExample = gatewayConfig(world, false) as { targets: Record<string, unknown> };
   const results: Results = {
     date: new Date().toISOString().slice(0, 10),
@@ -235,6 +243,7 @@ async function answerOf(world: World, model: string): Promise<string> {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Say something.' }] }),
+    signal: AbortSignal.timeout(10_000),
   });
   const body = (await response.json()) as { choices: { message: { content: string } }[] };
   return body.choices[0]!.message.content;

@@ -18,10 +18,12 @@ export interface World {
   readonly status429: Stub;
   readonly silent: Stub;
   readonly error200: Stub;
+  readonly errorThenDone: Stub;
 }
 
 export interface FaultScenario {
-  readonly id: number;
+  /** The row's number in the table (`12b`: a second form of row 12). */
+  readonly id: string;
   readonly title: string;
   readonly stream: boolean;
   readonly preferred: (world: World) => Provider;
@@ -46,12 +48,16 @@ export const backup = simModel('healthy');
 async function fillBusyQueue(world: World): Promise<() => Promise<void>> {
   const holders = [new AbortController(), new AbortController()];
   for (const holder of holders) {
+    // The holders stay open until the row ends; only the wait for a head (which the engine gives
+    // at once, admitted or queued) is bounded.
+    const noHead = setTimeout(() => holder.abort(), 5000);
     const response = await fetch(`${world.sim.origin}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'busy', messages: [{ role: 'user', content: 'hold' }], stream: true }),
       signal: holder.signal,
     });
+    clearTimeout(noHead);
     if (response.status !== 200) throw new Error(`could not fill the busy queue: ${response.status}`);
     // The body is left unread: cancelling it would close the connection and free the slot.
   }
@@ -62,62 +68,79 @@ async function fillBusyQueue(world: World): Promise<() => Promise<void>> {
 
 export const FAULT_SCENARIOS: readonly FaultScenario[] = [
   {
-    id: 1,
+    id: '1',
     title: 'Provider refuses connections',
     stream: true,
     preferred: (world) => ({ baseUrl: world.refused, model: 'healthy' }),
   },
   {
-    id: 2,
+    id: '2',
     title: 'Provider returns 500 before any byte',
     stream: true,
     preferred: (world) => ({ baseUrl: world.status500.baseUrl, model: 'healthy' }),
   },
   {
-    id: 3,
+    id: '3',
     title: 'Provider returns 429 with Retry-After',
     stream: true,
     preferred: (world) => ({ baseUrl: world.status429.baseUrl, model: 'healthy' }),
   },
   {
-    id: 4,
+    id: '4',
     title: 'Provider queue full (529 `queue_saturated`)',
     stream: true,
     preferred: simModel('busy'),
     prepare: fillBusyQueue,
   },
   {
-    id: 5,
-    title: 'First token slower than the deadline (3 s)',
+    id: '5',
+    title: "First token after 3 s (the gateway's deadline: 1 s)",
     stream: true,
     preferred: simModel('slow-first-token'),
   },
   {
-    id: 6,
+    id: '6',
     title: 'Headers never arrive (non-streamed request)',
     stream: false,
     preferred: (world) => ({ baseUrl: world.silent.baseUrl, model: 'healthy' }),
   },
   {
-    id: 7,
+    id: '7',
     title: 'Stream cut between frames after 3 chunks',
     stream: true,
     preferred: simModel('cut-between-frames'),
   },
-  { id: 8, title: 'Stream cut mid-frame after 3 chunks', stream: true, preferred: simModel('cut-mid-frame') },
-  { id: 9, title: 'Stream reset (TCP RST) after 3 chunks', stream: true, preferred: simModel('reset') },
-  { id: 10, title: 'Stream stalls after 3 chunks', stream: true, preferred: simModel('stall') },
-  { id: 11, title: 'Stream ends without `[DONE]`', stream: true, preferred: simModel('no-done') },
   {
-    id: 12,
+    id: '8',
+    title: 'Stream cut mid-frame after 3 chunks',
+    stream: true,
+    preferred: simModel('cut-mid-frame'),
+  },
+  { id: '9', title: 'Stream reset (TCP RST) after 3 chunks', stream: true, preferred: simModel('reset') },
+  { id: '10', title: 'Stream stalls after 3 chunks', stream: true, preferred: simModel('stall') },
+  { id: '11', title: 'Stream ends without `[DONE]`', stream: true, preferred: simModel('no-done') },
+  {
+    id: '12',
     title: 'A 200 whose first event is an error',
     stream: true,
     preferred: (world) => ({ baseUrl: world.error200.baseUrl, model: 'healthy' }),
   },
   {
-    id: 13,
+    id: '12b',
+    title: 'A 200 whose body is an error (non-streamed)',
+    stream: false,
+    preferred: (world) => ({ baseUrl: world.error200.baseUrl, model: 'healthy' }),
+  },
+  {
+    id: '13',
     title: 'Error event mid-stream (vLLM\'s `{"object": "error"}`)',
     stream: true,
     preferred: simModel('error-mid'),
+  },
+  {
+    id: '13b',
+    title: "Error event mid-stream, then `[DONE]` (vLLM's order)",
+    stream: true,
+    preferred: (world) => ({ baseUrl: world.errorThenDone.baseUrl, model: 'healthy' }),
   },
 ];

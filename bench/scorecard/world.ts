@@ -4,7 +4,7 @@
  * that never answers), and the systems under test. Every process and server is stopped by `stop()`,
  * also when the run fails.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -107,22 +107,29 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
-type StubBehaviour = 'status_500' | 'status_429' | 'silent' | 'error_200';
+type StubBehaviour = 'status_500' | 'status_429' | 'silent' | 'error_200' | 'error_then_done';
 
 export async function startStub(behaviour: StubBehaviour): Promise<Stub> {
   const sockets = new Set<Socket>();
   const stub: { requests: number } = { requests: 0 };
   const server = createServer((req, res) => {
     stub.requests++;
-    req.resume();
-    if (behaviour === 'silent') return; // headers never come; the socket is closed at stop()
-    if (behaviour === 'error_200') {
-      // A 200 stream whose first event is an error (what some providers send when the request
-      // fails after they committed to streaming).
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end('data: {"error":{"message":"upstream model failed","type":"server_error","code":502}}\n\n');
+    if (behaviour === 'silent') {
+      req.resume();
+      return; // headers never come; the socket is closed at stop()
+    }
+    if (behaviour === 'error_200' || behaviour === 'error_then_done') {
+      const body: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => body.push(chunk));
+      req.on('end', () => {
+        const stream =
+          (JSON.parse(Buffer.concat(body).toString('utf8')) as { stream?: boolean }).stream === true;
+        if (behaviour === 'error_200') errorIn200(res, stream);
+        else void errorThenDone(res);
+      });
       return;
     }
+    req.resume();
     const body =
       behaviour === 'status_500'
         ? { error: { message: 'internal error', type: 'server_error', code: null } }
@@ -147,6 +154,45 @@ export async function startStub(behaviour: StubBehaviour): Promise<Stub> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   });
+}
+
+const ERROR_EVENT = '{"error":{"message":"upstream model failed","type":"server_error","code":502}}';
+
+/**
+ * A 200 whose body is an error: a stream whose first event is one, or a JSON body that is one (what
+ * some providers send when a request fails after they committed to a status).
+ */
+function errorIn200(res: ServerResponse, stream: boolean): void {
+  if (stream) {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(`data: ${ERROR_EVENT}\n\n`);
+    return;
+  }
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(ERROR_EVENT),
+  });
+  res.end(ERROR_EVENT);
+}
+
+/** vLLM's order when its engine fails mid-stream: content, its error object, then `[DONE]`. */
+async function errorThenDone(res: ServerResponse): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const chunk = (content: string) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-stub', object: 'chat.completion.chunk', created: 0, model: 'healthy', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+  const parts = [
+    chunk('Café '),
+    chunk('déjà '),
+    chunk('naïve '),
+    `data: ${JSON.stringify({ object: 'error', message: 'engine failed', type: 'InternalServerError', param: null, code: 500 })}\n\n`,
+    'data: [DONE]\n\n',
+  ];
+  for (const part of parts) {
+    if (res.destroyed) return;
+    res.write(part);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  res.end();
 }
 
 /** A loopback port nothing listens on: connecting is refused at once. */

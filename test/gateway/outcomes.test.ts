@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { chat, readBody } from '../helpers/client.js';
@@ -46,6 +47,19 @@ const ANSWERS: Record<string, UpstreamHandler> = {
   noDone: (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.end(chunk('a') + chunk('b'));
+  },
+  // vLLM's order: the engine's error object, then its [DONE], each written on its own.
+  errorThenDone: async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const part of [
+      chunk('a'),
+      frame({ object: 'error', message: 'engine died', code: 500 }),
+      'data: [DONE]\n\n',
+    ]) {
+      res.write(part);
+      await sleep(10);
+    }
+    res.end();
   },
   streamOk: (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -139,6 +153,29 @@ describe('request outcomes', () => {
         outcome: 'completed',
       }),
     ).toBe(undefined);
+  });
+
+  it("upstream_error: an error event is a stream's last word; its [DONE] is not forwarded", async () => {
+    const got = await post('errorThenDone', { stream: true });
+    const text = got.bytes.toString('utf8');
+    expect(text).toContain('"object":"error"');
+    expect(text).not.toContain('[DONE]');
+    expect(got.failed).toBe(true);
+    expect(await counted('errorThenDone', 'upstream_error')).toBe(1);
+    // The openai SDK does not know this error's shape: only the broken transfer stops it from
+    // returning the text before the error as the whole answer.
+    const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const read = async () => {
+      let answer = '';
+      const stream = await client.chat.completions.create({
+        model: 'errorThenDone',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      for await (const part of stream) answer += part.choices?.[0]?.delta?.content ?? '';
+      return answer;
+    };
+    await expect(read()).rejects.toThrow();
   });
 
   it('client_cancelled: the client leaves mid-stream', async () => {

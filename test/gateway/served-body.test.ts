@@ -24,6 +24,10 @@ describe('ServedStream: how a passed-through stream ended', () => {
     expect(endOf(complete, [10, complete.length - 10])).toBe('done');
     expect(endOf(complete, [complete.length - 5], 2)).toBe('done');
     expect(endOf(`${content('a')}data:[DONE]\r\n\r\n`)).toBe('done');
+    // The [DONE] line read in three pieces, and keep-alive comments after it.
+    const at = complete.length - DONE.length;
+    expect(endOf(complete, [at, at + 6, at + 12])).toBe('done');
+    expect(endOf(`${complete}: keep-alive\n\n: ping\r\n\r\n`)).toBe('done');
   });
 
   it('a stream without [DONE] at its end is not done', () => {

@@ -317,12 +317,11 @@ function expectedFor(setup: Setup, mode: FaultMode): Expected {
   if (!setup.strict) {
     if (ABRUPT_FAULT_MODES.has(mode))
       return { end: 'transport_error', done: false, failover: false, outcome: 'upstream_cut' };
-    // The provider's error passed through, even with its [DONE] after it, is an error served.
-    if (mode === 'error_envelope_200')
-      return { end: 'clean', done: true, failover: false, last: '[DONE]', outcome: 'upstream_error' };
     // A stream without its [DONE] is never ended cleanly: the client sees a broken transfer after
-    // the provider's bytes, whatever its last frame said.
+    // the provider's bytes, whatever its last frame said. An error event is a stream's last word:
+    // the [DONE] a provider sends after it is not forwarded.
     const last: Record<string, string> = {
+      error_envelope_200: "error 502 (provider's)",
       no_done: 'finish',
       error_400_in_sse: "error 400 (provider's)",
       cancelled_499: "error 499 (provider's)",

@@ -15,12 +15,12 @@ const ERROR_KEY = Buffer.from('"error"');
 /**
  * How a passed-through event stream ended, judged without parsing it as it flows. Per chunk: two
  * field writes and one byte search (an error event carries `"error"` as a key, which an escaped
- * string cannot contain; a chunk that has it is parsed to be sure). At the end: the last two chunks,
- * kept by reference, are read once. Providers write each event (an error, `[DONE]`) in one write,
- * so the last events are in those chunks; an event spread over more reads than that is judged as
- * unknown.
+ * string cannot contain; a chunk that has it is parsed to be sure). At the end: the last chunks,
+ * kept by reference, are read once: two for the usage chunk, three for the closing `[DONE]` (14
+ * bytes; a provider writes each event in one write, and a read splits it at most in two places).
  */
 export class ServedStream {
+  #beforePrevious: Buffer | undefined;
   #previous: Buffer | undefined;
   #last: Buffer | undefined;
   #sawError = false;
@@ -33,6 +33,7 @@ export class ServedStream {
   }
 
   push(chunk: Buffer): void {
+    this.#beforePrevious = this.#previous;
     this.#previous = this.#last;
     this.#last = chunk;
     if (this.firstDataAt === undefined && startsData(chunk)) this.firstDataAt = performance.now();
@@ -57,7 +58,17 @@ export class ServedStream {
 
   /** The stream's last event was `[DONE]`, an error before it or not. */
   endedWithDone(): boolean {
-    return DONE_AT_END.test(this.#text());
+    let tail = '';
+    for (const chunk of [this.#last, this.#previous, this.#beforePrevious]) {
+      if (chunk === undefined || tail.length >= DONE_TAIL_BYTES) break;
+      tail = chunk.toString('latin1', Math.max(0, chunk.length - DONE_TAIL_BYTES)) + tail;
+    }
+    return DONE_AT_END.test(tail);
+  }
+
+  /** An error event was seen in a chunk so far (one split across chunks shows only at the end). */
+  errorSeen(): boolean {
+    return this.#sawError;
   }
 
   /**
@@ -67,8 +78,8 @@ export class ServedStream {
    */
   streamEnd(): 'error' | 'done' | 'other' {
     if (this.#sawError) return 'error';
+    if (this.endedWithDone()) return 'done';
     const text = this.#text();
-    if (DONE_AT_END.test(text)) return 'done';
     // A last event split across the two chunks was not whole in either.
     return text.includes('"error"') && hasErrorEvent(text) ? 'error' : 'other';
   }
@@ -84,8 +95,11 @@ function startsData(chunk: Buffer): boolean {
   return !DONE_DATA.test(chunk.toString('latin1', at, Math.min(chunk.length, at + 16)));
 }
 
-/** The `data: [DONE]` line that ends a stream, then only line ends. */
-const DONE_AT_END = /(?:^|\n)data: ?\[DONE\]\s*$/;
+/** How much of a stream's end is read for its `[DONE]` (and keep-alive comments after it). */
+const DONE_TAIL_BYTES = 256;
+
+/** The `data: [DONE]` line that ends a stream, then only line ends and comments (keep-alives). */
+const DONE_AT_END = /(?:^|\n)data: ?\[DONE\](?:\n(?::[^\r\n]*)?|[ \t\r])*$/;
 
 /** Whether any complete `data:` line in `text` is an error event. */
 function hasErrorEvent(text: string): boolean {

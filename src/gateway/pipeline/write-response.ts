@@ -18,6 +18,9 @@ import { UsageChunkFilter } from './usage-chunk-filter.js';
 
 type UpstreamHeaders = UpstreamResponse['headers'];
 
+/** The sentinel of a `data: [DONE]` line. */
+const DONE_TOKEN = Buffer.from('[DONE]');
+
 /** Bytes of an upstream error body kept for the debug log (never forwarded to untrusted clients). */
 const ERROR_LOG_BYTES = 2_048;
 
@@ -98,7 +101,6 @@ export function passThrough(
   if (ctx.usageInjected && response.statusCode < 300 && isEventStream(response.headers['content-type'])) {
     forward.filter(new UsageChunkFilter());
   }
-  for (const chunk of prefix) forward.writeHeld(chunk);
   if (served !== undefined) {
     forward.read(served);
   } else if (response.statusCode < 300) {
@@ -106,6 +108,7 @@ export function passThrough(
     if (isEventStream(contentType)) forward.read(new ServedStream(prefix));
     else if (isJson(contentType)) forward.read(new ServedJson(prefix));
   }
+  if (!forward.writeHeld(prefix)) return;
   response.consume(forward);
   response.resume();
 }
@@ -161,16 +164,57 @@ class ForwardToClient extends ClientBodyWriter {
     this.#filter = filter;
   }
 
-  /** A chunk read before the commit point (already seen by the reader that held it). */
-  writeHeld(chunk: Buffer): void {
-    const out = this.#filter === undefined ? chunk : this.#filter.push(chunk);
-    if (out.length > 0) this.ctx.res.write(out);
+  /**
+   * The chunks read before the commit point (already seen by the reader that held them). False when
+   * they hold an error event and the `[DONE]` after it: the response ended there.
+   */
+  writeHeld(chunks: readonly Buffer[]): boolean {
+    const served = this.#served;
+    const endsAtError = served instanceof ServedStream && this.#endsAtError(served);
+    for (const chunk of chunks) {
+      if (endsAtError && chunk.includes(DONE_TOKEN)) {
+        this.#endAtError(served, chunk);
+        return false;
+      }
+      const out = this.#filter === undefined ? chunk : this.#filter.push(chunk);
+      if (out.length > 0) this.ctx.res.write(out);
+    }
+    return true;
+  }
+
+  #endsAtError(served: ServedStream): boolean {
+    return served.errorSeen() && streamEndsWithDone(this.ctx.path);
   }
 
   bodyData(chunk: Buffer): void {
-    this.#served?.push(chunk);
+    const served = this.#served;
+    served?.push(chunk);
+    if (served instanceof ServedStream && this.#endsAtError(served)) {
+      this.#endAtError(served, chunk);
+      return;
+    }
     const out = this.#filter === undefined ? chunk : this.#filter.push(chunk);
     if (out.length > 0) this.write(out);
+  }
+
+  /**
+   * An error event in a chat or text stream is its last word: the chunk that carries it goes out up
+   * to any `[DONE]` after it, and the response is cut. A `[DONE]` after an error would tell a client
+   * the answer completed, and a client library that does not know the error's shape (vLLM's
+   * `{"object": "error"}`) would then return the partial answer as whole.
+   */
+  #endAtError(served: ServedStream, chunk: Buffer): void {
+    const ctx = this.ctx;
+    const done = chunk.indexOf(DONE_TOKEN);
+    // The `[DONE]` line starts after the last line end before the token.
+    const head = done < 0 ? chunk : chunk.subarray(0, chunk.lastIndexOf(0x0a, done) + 1);
+    const out = this.#filter === undefined ? head : this.#filter.push(head);
+    if (out.length > 0) ctx.res.write(out);
+    ctx.endedAs('upstream_error');
+    ctx.served?.bodyDone(served.firstDataAt, undefined);
+    // The rest (its `[DONE]`) is read unseen, so the connection can be kept; nothing more is heard.
+    this.response.drain();
+    cutResponse(ctx.res);
   }
 
   bodyEnded(): void {
