@@ -43,13 +43,16 @@ export interface Ask {
 
 const MESSAGES = [{ role: 'user' as const, content: 'Say something.' }];
 
-/** An error-shaped event: OpenAI's `{"error": ...}` or vLLM's `{"object": "error", ...}`. */
-function errorOf(event: unknown): string | undefined {
-  if (event === null || typeof event !== 'object') return undefined;
-  const record = event as { error?: { code?: unknown }; object?: unknown; code?: unknown };
+/**
+ * An error-shaped event or body: OpenAI's `{"error": ...}` or vLLM's `{"object": "error", ...}`,
+ * named with its code.
+ */
+function errorOf(value: unknown, what: 'event' | 'body'): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const record = value as { error?: { code?: unknown }; object?: unknown; code?: unknown };
   if (record.error !== undefined && record.error !== null)
-    return `error event ${String(record.error.code ?? '')}`.trim();
-  if (record.object === 'error') return `error event ${String(record.code ?? '')} (vLLM shape)`.trim();
+    return `error ${what} ${String(record.error.code ?? '')}`.trim();
+  if (record.object === 'error') return `error ${what} ${String(record.code ?? '')} (vLLM shape)`.trim();
   return undefined;
 }
 
@@ -166,7 +169,7 @@ export async function observeRaw(target: Target, ask: Ask): Promise<Observation>
     if (!ask.stream) {
       const body = parsed(await response.text());
       if (body === undefined) return answer.seen('visible', '200, body not JSON');
-      const error = errorOf(body);
+      const error = errorOf(body, 'body');
       if (error !== undefined) return answer.seen('visible', `200, ${error}`);
       answer.take((body as { choices?: Choice[] }).choices?.[0]);
       return answer.judged(true, '200');
@@ -196,7 +199,7 @@ export async function observeRaw(target: Target, ask: Ask): Promise<Observation>
           continue;
         }
         const event = parsed(data);
-        error ??= errorOf(event);
+        error ??= errorOf(event, 'event');
         answer.take((event as { choices?: Choice[] } | undefined)?.choices?.[0]);
       }
       if (answer.cancels()) {
