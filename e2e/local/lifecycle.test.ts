@@ -278,9 +278,22 @@ describe('local end to end', () => {
         headers: { 'content-type': 'application/json', 'x-sim-fault': 'no_done' },
         body: JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }], stream: true }),
       });
-      const text = await noDone.text();
+      // Without its [DONE] the stream is cut after the simulator's last byte, never ended cleanly.
+      const reader = noDone.body!.getReader();
+      let text = '';
+      let broken = false;
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          text += Buffer.from(value).toString('utf8');
+        }
+      } catch {
+        broken = true;
+      }
       expect(text).toContain('finish_reason');
       expect(text).not.toContain('[DONE]');
+      expect(broken).toBe(true);
     } finally {
       await gateway.program.kill();
     }
