@@ -18,6 +18,7 @@
 #   E2E_K8S_PROVIDER=...  force kubeconfig | kind | hostk8s
 #   KIND_CLUSTER, KIND_NODE_IMAGE   name and node image of a kind cluster created here
 #   E2E_K8S_TESTS=...     vitest filter (file name part) to run a subset
+#   E2E_K8S_WAIT_SECS=N   wait up to N s for another run's host cluster to go down (default 1500)
 set -Eeuo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -39,6 +40,26 @@ no_cluster() {
 
 HOSTK8S=(bash "$ROOT/e2e/cluster/hostk8s")
 export HOSTK8S_DIR=${HOSTK8S_DIR:-/tmp/hostk8s}
+
+# One host cluster fits on a machine (its bridge, ports and state directory are fixed). Another
+# run's cluster, such as a second checkout's CI, is waited for and never torn down from here; one
+# left behind by a killed run (its bridge up, no control-plane process alive) is cleared.
+wait_for_host_cluster() {
+  local waited=0 limit=${E2E_K8S_WAIT_SECS:-1500}
+  while ip link show hostk8s0 >/dev/null 2>&1; do
+    if ! pgrep -x kube-apiserver >/dev/null && ! pgrep -x etcd >/dev/null; then
+      phase "clearing a host cluster left behind by a run that was stopped (bridge hostk8s0 up, no control plane)"
+      "${HOSTK8S[@]}" down >"$WORK/hostk8s-stale-down.log" 2>&1 || true
+      ip link show hostk8s0 >/dev/null 2>&1 &&
+        fail "bridge hostk8s0 is left over from a cluster outside $HOSTK8S_DIR: run 'e2e/cluster/hostk8s down' with its HOSTK8S_DIR"
+      return 0
+    fi
+    ((waited < limit)) || fail "another host cluster stayed up for ${limit}s (E2E_K8S_WAIT_SECS); stop it with 'e2e/cluster/hostk8s down'"
+    ((waited % 60 == 0)) && phase "another host cluster is up on this machine; waiting for it to go down (${waited}s of ${limit}s)"
+    sleep 5
+    waited=$((waited + 5))
+  done
+}
 
 # ---------------------------------------------------------------------------------------- cluster
 provider=${E2E_K8S_PROVIDER:-}
@@ -94,6 +115,7 @@ case $provider in
   hostk8s)
     phase "building Kubernetes and the cluster's images (cached after the first run: several minutes cold)"
     "${HOSTK8S[@]}" setup 2>&1 | sed -u 's/^/  /'
+    wait_for_host_cluster
     phase "starting the host cluster"
     started_cluster=1
     "${HOSTK8S[@]}" up >"$WORK/hostk8s-up.log" 2>&1 || { sed -u 's/^/  /' "$WORK/hostk8s-up.log"; fail "hostk8s up"; }
