@@ -14,6 +14,12 @@ NODE_VERSION ?= 24.21.0
 NPM_VERSION ?= 11.21.2
 HELM_VERSION ?= v3.22.0
 TOOLS := $(CURDIR)/.tools
+# npm and Node trust only their own CA list; the machine's store may also hold the CA of a proxy
+# between it and the registry. An NODE_EXTRA_CA_CERTS already set is kept.
+SYSTEM_CA_BUNDLE := $(firstword $(wildcard /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt))
+ifneq ($(SYSTEM_CA_BUNDLE),)
+export NODE_EXTRA_CA_CERTS ?= $(SYSTEM_CA_BUNDLE)
+endif
 LOCAL_NODE := $(TOOLS)/node/bin/node
 NODE_ARCH := $(subst aarch64,arm64,$(subst x86_64,x64,$(shell uname -m)))
 
