@@ -44,35 +44,36 @@ export function summarize(observations: readonly Observation[]): Cell {
   };
 }
 
+/** `one` on `concurrency` workers, each starting the next request as its last ends, while `more()`. */
+async function runWorkers(
+  concurrency: number,
+  more: () => boolean,
+  one: () => Promise<Observation>,
+): Promise<Observation[]> {
+  const results: Observation[] = [];
+  const worker = async (): Promise<void> => {
+    while (more()) results.push(await one());
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return results;
+}
+
 /** `count` requests, at most `concurrency` at a time. */
-export async function runBatch(
+export function runBatch(
   count: number,
   concurrency: number,
   one: () => Promise<Observation>,
 ): Promise<Observation[]> {
-  const results: Observation[] = [];
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      next++;
-      results.push(await one());
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
-  return results;
+  let started = 0;
+  return runWorkers(Math.min(concurrency, count), () => started++ < count, one);
 }
 
-/** Requests for `ms` milliseconds, `concurrency` at a time (each worker starts a new one as its last ends). */
-export async function runFor(
+/** Requests for `ms` milliseconds, `concurrency` at a time. */
+export function runFor(
   ms: number,
   concurrency: number,
   one: () => Promise<Observation>,
 ): Promise<Observation[]> {
-  const results: Observation[] = [];
   const end = performance.now() + ms;
-  const worker = async (): Promise<void> => {
-    while (performance.now() < end) results.push(await one());
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return results;
+  return runWorkers(concurrency, () => performance.now() < end, one);
 }

@@ -38,6 +38,11 @@ const simModel =
     model,
   });
 
+/** One of the stub providers, asked for any model. */
+const stub =
+  (name: keyof Omit<World, 'sim' | 'refused'>) =>
+  (world: World): Provider => ({ baseUrl: world[name].baseUrl, model: 'healthy' });
+
 /** The healthy second provider of every system that can fail over. */
 export const backup = simModel('healthy');
 
@@ -77,13 +82,13 @@ export const FAULT_SCENARIOS: readonly FaultScenario[] = [
     id: '2',
     title: 'Provider returns 500 before any byte',
     stream: true,
-    preferred: (world) => ({ baseUrl: world.status500.baseUrl, model: 'healthy' }),
+    preferred: stub('status500'),
   },
   {
     id: '3',
     title: 'Provider returns 429 with Retry-After',
     stream: true,
-    preferred: (world) => ({ baseUrl: world.status429.baseUrl, model: 'healthy' }),
+    preferred: stub('status429'),
   },
   {
     id: '4',
@@ -102,7 +107,7 @@ export const FAULT_SCENARIOS: readonly FaultScenario[] = [
     id: '6',
     title: 'Headers never arrive (non-streamed request)',
     stream: false,
-    preferred: (world) => ({ baseUrl: world.silent.baseUrl, model: 'healthy' }),
+    preferred: stub('silent'),
   },
   {
     id: '7',
@@ -123,13 +128,13 @@ export const FAULT_SCENARIOS: readonly FaultScenario[] = [
     id: '12',
     title: 'A 200 whose first event is an error',
     stream: true,
-    preferred: (world) => ({ baseUrl: world.error200.baseUrl, model: 'healthy' }),
+    preferred: stub('error200'),
   },
   {
     id: '12b',
     title: 'A 200 whose body is an error (non-streamed)',
     stream: false,
-    preferred: (world) => ({ baseUrl: world.error200.baseUrl, model: 'healthy' }),
+    preferred: stub('error200'),
   },
   {
     id: '13',
@@ -141,6 +146,6 @@ export const FAULT_SCENARIOS: readonly FaultScenario[] = [
     id: '13b',
     title: "Error event mid-stream, then `[DONE]` (vLLM's order)",
     stream: true,
-    preferred: (world) => ({ baseUrl: world.errorThenDone.baseUrl, model: 'healthy' }),
+    preferred: stub('errorThenDone'),
   },
 ];
