@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http';
+import { WHOLE_TOKEN_SLACK } from './types.js';
 
 /**
  * The `x-ratelimit-*` response headers, with OpenAI's names: for requests and for tokens, the
@@ -22,9 +23,6 @@ export const LIMIT_HEADER_NAMES = [
   'x-ratelimit-reset-tokens',
 ] as const;
 
-/** The bucket slack of the in-memory limiter: a level of 0.9999999999 is a whole request. */
-const EPSILON = 1e-9;
-
 /** One kind of limit (requests or tokens): the tightest seen so far. */
 class Tightest {
   capacity = 0;
@@ -32,7 +30,7 @@ class Tightest {
   resetMs = 0;
 
   consider(capacity: number, level: number, perSecond: number): void {
-    const remaining = Math.max(0, Math.floor(level + EPSILON));
+    const remaining = Math.max(0, Math.floor(level + WHOLE_TOKEN_SLACK));
     const resetMs = level >= capacity ? 0 : Math.ceil(((capacity - level) / perSecond) * 1000);
     if (
       this.remaining >= 0 &&

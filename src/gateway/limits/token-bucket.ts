@@ -3,6 +3,7 @@ import type { Clock } from './clock.js';
 import type { LimitLevels } from './limit-headers.js';
 import {
   NO_OP_GRANT,
+  WHOLE_TOKEN_SLACK,
   type Grant,
   type LimitSubject,
   type RateLimiter,
@@ -14,13 +15,6 @@ export interface RateLimitParams {
   readonly requests_per_second: number;
   readonly burst_size: number;
 }
-
-/**
- * Floating-point slack when comparing against one whole token: without it, `rps = 3` would refill
- * 0.9999999999 tokens after exactly 1/3 s and refuse a request that is on time. The slack lets at
- * most one extra request through per ~1e9 requests, far below any observable rate.
- */
-const EPSILON = 1e-9;
 
 /**
  * Token bucket with continuous (fractional) refill: capacity `burst_size`, refill
@@ -53,7 +47,7 @@ export class TokenBucket implements RateLimiter {
   /** Takes one token if available. */
   tryTake(): boolean {
     this.#refill();
-    if (this.#tokens + EPSILON < 1) return false;
+    if (this.#tokens + WHOLE_TOKEN_SLACK < 1) return false;
     this.#tokens = Math.max(0, this.#tokens - 1);
     return true;
   }

@@ -128,5 +128,13 @@ export interface BatchLimiter {
   inFlight(): number;
 }
 
+/**
+ * Floating-point slack when comparing against one whole token: without it, `rps = 3` would refill
+ * 0.9999999999 tokens after exactly 1/3 s and refuse a request that is on time. The slack lets at
+ * most one extra request through per ~1e9 requests, far below any observable rate. The
+ * `x-ratelimit-remaining-*` headers count such a level as whole too.
+ */
+export const WHOLE_TOKEN_SLACK = 1e-9;
+
 /** A grant that holds nothing, for limiters with nothing to give back (token buckets). */
 export const NO_OP_GRANT: Grant = Object.freeze({ ok: true as const, release(): void {} });

@@ -126,32 +126,30 @@ function asks(ctx: RequestContext, keyLimits: KeyLimits | undefined): Ask[] {
  */
 export function admit(ctx: RequestContext): MaybePromise<Refusal | undefined> {
   const keyLimits = keyLimitsOf(ctx);
-  const levels = levelsFor(ctx, keyLimits);
   if (ctx.table.sharedLimits) {
+    const levels = levelsFor(ctx, keyLimits);
     const together = decideTogether(asks(ctx, keyLimits), levels);
     if (together !== undefined) {
-      if (levels === undefined)
-        return isPromise(together) ? together.then((d) => settleAll(ctx, d)) : settleAll(ctx, together);
       const settled = (decision: Decision): Refusal | undefined => {
-        ctx.limitHeaders = levels.headers() ?? NO_LIMIT_HEADERS;
+        if (levels !== undefined) ctx.limitHeaders = levels.headers() ?? NO_LIMIT_HEADERS;
         return settleAll(ctx, decision);
       };
       return isPromise(together) ? together.then(settled) : settled(together);
     }
   }
   const refusal = askInTurn(ctx, keyLimits, 0);
-  if (levels === undefined) return refusal;
+  if (!ctx.table.rateLimitHeaders) return refusal;
   if (!isPromise(refusal)) {
-    noteLevels(ctx, keyLimits, levels);
+    noteLevels(ctx, keyLimits);
     return refusal;
   }
   return refusal.then((answer) => {
-    noteLevels(ctx, keyLimits, levels);
+    noteLevels(ctx, keyLimits);
     return answer;
   });
 }
 
-/** Where the levels of the request's limits go, when it has a bucket or budget and headers are on. */
+/** Where the shared limits report their levels, when the request has a bucket or budget and headers are on. */
 function levelsFor(ctx: RequestContext, keyLimits: KeyLimits | undefined): LimitLevels | undefined {
   if (!ctx.table.rateLimitHeaders) return undefined;
   for (let step = 0; step < LEVEL_STEPS; step++)
@@ -159,10 +157,19 @@ function levelsFor(ctx: RequestContext, keyLimits: KeyLimits | undefined): Limit
   return undefined;
 }
 
-/** Reads the in-memory buckets' and budgets' levels after admission, for the response's headers. */
-function noteLevels(ctx: RequestContext, keyLimits: KeyLimits | undefined, levels: LimitLevels): void {
-  for (let step = 0; step < LEVEL_STEPS; step++) limiterAt(ctx, keyLimits, step)?.reportTo?.(levels);
-  ctx.limitHeaders = levels.headers() ?? NO_LIMIT_HEADERS;
+/**
+ * Reads the in-memory buckets' and budgets' levels after admission, for the response's headers. A
+ * request with none of them has no headers of its own (the provider's pass through).
+ */
+function noteLevels(ctx: RequestContext, keyLimits: KeyLimits | undefined): void {
+  let levels: LimitLevels | undefined;
+  for (let step = 0; step < LEVEL_STEPS; step++) {
+    const limiter = limiterAt(ctx, keyLimits, step);
+    if (limiter === undefined) continue;
+    levels ??= new LimitLevels();
+    limiter.reportTo?.(levels);
+  }
+  if (levels !== undefined) ctx.limitHeaders = levels.headers() ?? NO_LIMIT_HEADERS;
 }
 
 /**

@@ -46,6 +46,12 @@ function headersFor(
     delete headers['content-encoding'];
     delete headers.etag;
   }
+  addGatewayHeaders(ctx, attempt, headers);
+  return headers;
+}
+
+/** The provider entry's configured response headers, then the gateway's rate-limit headers. */
+function addGatewayHeaders(ctx: RequestContext, attempt: Attempt, headers: OutgoingHttpHeaders): void {
   for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
   const limitHeaders = ctx.limitHeaders;
   if (limitHeaders !== undefined) {
@@ -53,7 +59,6 @@ function headersFor(
     for (const name of LIMIT_HEADER_NAMES) delete headers[name];
     Object.assign(headers, limitHeaders);
   }
-  return headers;
 }
 
 /**
@@ -176,10 +181,15 @@ class ForwardToClient extends ClientBodyWriter {
         this.#endAtError(served, chunk);
         return false;
       }
-      const out = this.#filter === undefined ? chunk : this.#filter.push(chunk);
+      const out = this.#filtered(chunk);
       if (out.length > 0) this.ctx.res.write(out);
     }
     return true;
+  }
+
+  /** What of `chunk` goes to the client: all of it, or all but the usage-only chunk. */
+  #filtered(chunk: Buffer): Buffer {
+    return this.#filter === undefined ? chunk : this.#filter.push(chunk);
   }
 
   #endsAtError(served: ServedStream): boolean {
@@ -193,7 +203,7 @@ class ForwardToClient extends ClientBodyWriter {
       this.#endAtError(served, chunk);
       return;
     }
-    const out = this.#filter === undefined ? chunk : this.#filter.push(chunk);
+    const out = this.#filtered(chunk);
     if (out.length > 0) this.write(out);
   }
 
@@ -208,7 +218,7 @@ class ForwardToClient extends ClientBodyWriter {
     const done = chunk.indexOf(DONE_TOKEN);
     // The `[DONE]` line starts after the last line end before the token.
     const head = done < 0 ? chunk : chunk.subarray(0, chunk.lastIndexOf(0x0a, done) + 1);
-    const out = this.#filter === undefined ? head : this.#filter.push(head);
+    const out = this.#filtered(head);
     if (out.length > 0) ctx.res.write(out);
     ctx.endedAs('upstream_error');
     ctx.served?.bodyDone(served.firstDataAt, undefined);
@@ -223,12 +233,7 @@ class ForwardToClient extends ClientBodyWriter {
     const rest = this.#filter?.end();
     if (rest !== undefined) ctx.res.write(rest);
     if (served instanceof ServedStream) {
-      streamServed(ctx, this.attempt, served);
-      if (streamEndsWithDone(ctx.path) && !served.endedWithDone()) {
-        // A chat or text stream is complete only with its `[DONE]`. Ending the client's response
-        // cleanly would present what came (even a last frame saying `finish_reason: stop`, or an
-        // error object a client library does not recognize) as the whole answer: it is cut instead,
-        // so every client sees a broken transfer. The bytes stay the provider's.
+      if (!streamServed(ctx, this.attempt, served)) {
         cutResponse(ctx.res);
         return;
       }
@@ -254,16 +259,23 @@ class ForwardToClient extends ClientBodyWriter {
 
 /**
  * What a stream that reached its end served: its usage and first token, and how it ended (an
- * error event, or no `[DONE]` where the endpoint's streams end with one).
+ * error event, or no `[DONE]` where the endpoint's streams end with one). False when the client's
+ * response must be cut: a chat or text stream is complete only with its `[DONE]`, and ending the
+ * response cleanly would present what came (even a last frame saying `finish_reason: stop`, or an
+ * error object a client library does not recognize) as the whole answer. Cut, every client sees a
+ * broken transfer; the bytes stay the provider's.
  */
-function streamServed(ctx: RequestContext, attempt: Attempt, served: ServedStream): void {
+function streamServed(ctx: RequestContext, attempt: Attempt, served: ServedStream): boolean {
   const end = served.streamEnd();
+  const withDone = streamEndsWithDone(ctx.path);
   if (end === 'error') ctx.endedAs('upstream_error');
-  else if (end === 'other' && streamEndsWithDone(ctx.path)) {
+  else if (end === 'other' && withDone) {
     ctx.endedAs('upstream_cut');
     attempt.cut();
   }
   ctx.served?.bodyDone(served.firstDataAt, served.usage());
+  // Only an error event can hide whether the stream went on to its `[DONE]`.
+  return !withDone || end === 'done' || (end === 'error' && served.endedWithDone());
 }
 
 function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
@@ -325,10 +337,7 @@ export function answerJson(
     upstream === undefined ? { 'x-request-id': ctx.requestId } : headersFor(ctx, attempt, upstream, true);
   headers['content-type'] = 'application/json';
   headers['content-length'] = Buffer.byteLength(body);
-  if (upstream === undefined) {
-    for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
-    if (ctx.limitHeaders !== undefined) Object.assign(headers, ctx.limitHeaders);
-  }
+  if (upstream === undefined) addGatewayHeaders(ctx, attempt, headers);
   ctx.res.writeHead(status, headers);
   ctx.res.end(body);
 }

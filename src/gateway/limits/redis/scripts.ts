@@ -71,18 +71,18 @@ for i = 1, #KEYS do
   local key = KEYS[i]
   local base = 2 + (i - 1) * 4
   local kind = ARGV[base]
-  if granted < #KEYS then
-    if kind == 'k' or kind == 't' then
-      local tokens = level(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), now_us)
-      levels[#levels + 1] = string.format('%.17g', tokens)
-    end
-  elseif kind == 'k' then
+  if kind == 'k' then
     local per_second = tonumber(ARGV[base + 2])
     local tokens = level(key, tonumber(ARGV[base + 1]), per_second, now_us)
     levels[#levels + 1] = string.format('%.17g', tokens)
-    if tokens <= 0 then
+    if granted == #KEYS and tokens <= 0 then
       granted = i - 1
       wait = math.max(1, math.ceil((1e-9 - tokens) / per_second))
+    end
+  elseif granted < #KEYS then
+    if kind == 't' then
+      local tokens = level(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), now_us)
+      levels[#levels + 1] = string.format('%.17g', tokens)
     end
   elseif kind == 't' then
     local tokens = level(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), now_us)
