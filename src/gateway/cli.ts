@@ -3,6 +3,7 @@ import { formatIssue } from './config/issues.js';
 import { closestMatch } from './config/suggest.js';
 import { ConfigLoadError, createGateway } from './gateway.js';
 import { ListenError } from './http/listen.js';
+import { StartupError } from './lifecycle/startup-error.js';
 import { gatewayOptionDefinitions, sharedStateUrlProblem, type GatewayOptions } from './options.js';
 import { accessLogTargetProblem } from './telemetry/access-log.js';
 import { createLogger } from './telemetry/logger.js';
@@ -57,6 +58,16 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
       process.exitCode = runSchema(opts.markdown ? 'markdown' : 'json', process.stdout);
     });
 
+  program
+    .command('crd')
+    .description(
+      'print the GatewayConfig CustomResourceDefinition as YAML (resource mode: `gateway crd | kubectl apply -f -`)',
+    )
+    .action(async () => {
+      const { runCrd } = await import('./commands/crd.js');
+      process.exitCode = runCrd(process.stdout);
+    });
+
   program.allowExcessArguments(true).action(async (opts: Partial<GatewayOptions>, command: Command) => {
     // A word that names no command reaches the server's action as an argument; commander would call
     // it one argument too many.
@@ -70,11 +81,25 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
         `error: unknown command '${word}'${suggestion === undefined ? '' : ` (did you mean ${suggestion}?)`}; commands: ${names.join(', ')}`,
       );
     }
-    if (!opts.targets) {
+    if (opts.targets && opts.configResource) {
+      throw new CommanderError(
+        EXIT_USAGE,
+        'gateway.configSources',
+        `error: --targets (-f, GATEWAY_TARGETS) and --config-resource (GATEWAY_CONFIG_RESOURCE) are mutually exclusive: the configuration comes from a file or from a GatewayConfig object, not both (got ${opts.targets} and ${opts.configResource})`,
+      );
+    }
+    if (!opts.targets && !opts.configResource) {
       throw new CommanderError(
         EXIT_USAGE,
         'gateway.missingTargets',
-        'error: --targets <file> (or -f) is required',
+        'error: --targets <file> (or -f) is required, or --config-resource <namespace/name> to read the configuration from a GatewayConfig object',
+      );
+    }
+    if (opts.configResource && opts.watch === false) {
+      throw new CommanderError(
+        EXIT_USAGE,
+        'gateway.watchResource',
+        'error: --watch false cannot be combined with --config-resource: a GatewayConfig object is always watched, and its status says which generation each replica serves',
       );
     }
     if (opts.port !== 0 && opts.port === opts.metricsPort) {
@@ -125,6 +150,11 @@ async function serve(options: GatewayOptions): Promise<void> {
       const errors = error.issues.map(formatIssue);
       logger.fatal({ file: error.file, errors }, error.message);
       for (const line of errors) process.stderr.write(`${error.file}: ${line}\n`);
+      process.exit(EXIT_USAGE);
+    }
+    if (error instanceof StartupError) {
+      logger.fatal({ reason: error.message }, 'cannot start');
+      process.stderr.write(`gateway: ${error.message}\n`);
       process.exit(EXIT_USAGE);
     }
     throw error;

@@ -1,8 +1,9 @@
 import { compileRuntime, type CompiledTable } from './runtime/compile.js';
-import { loadConfigFile, parseConfigText } from './config/load.js';
-import { formatIssue, type ConfigIssue } from './config/issues.js';
+import { ConfigLoadError, openFileOrigin } from './config/file-origin.js';
+import { formatIssue } from './config/issues.js';
+import type { ConfigOrigin } from './config/origin.js';
 import { resolveLoaded, type SecretReferences } from './config/secrets.js';
-import { ConfigWatcher, type ConfigChange } from './config/watch.js';
+import { ConfigWatcher, type ConfigChange, type ConfigDocument } from './config/watch.js';
 import { AimdMetrics } from './balance/aimd-metrics.js';
 import { AimdRegistry } from './balance/aimd-registry.js';
 import { OutlierMetrics, OutlierRegistry } from './balance/outliers.js';
@@ -22,21 +23,7 @@ import { createAccessLog } from './telemetry/access-log.js';
 import { shutdownTracing } from './telemetry/tracing.js';
 import { GatewayMetrics, SharedStateMetrics } from './telemetry/metrics.js';
 
-/** Thrown by `createGateway` when the configuration at startup is invalid. */
-export class ConfigLoadError extends Error {
-  readonly file: string;
-  readonly issues: ConfigIssue[];
-
-  constructor(file: string, issues: ConfigIssue[]) {
-    super(
-      issues.length === 1 && issues[0]!.unreadable === true
-        ? `${file}: cannot read the configuration file`
-        : `${file}: invalid configuration (${issues.length} error${issues.length === 1 ? '' : 's'})`,
-    );
-    this.file = file;
-    this.issues = issues;
-  }
-}
+export { ConfigLoadError } from './config/file-origin.js';
 
 export interface GatewayDeps {
   logger?: Logger;
@@ -52,11 +39,14 @@ export interface Gateway {
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
   readonly lifecycle: LifecycleState;
-  /** The table new requests use; a request keeps the table it started with. */
-  readonly runtime: CompiledTable;
+  /**
+   * The table new requests use; a request keeps the table it started with. Undefined before the
+   * first configuration loaded (resource mode).
+   */
+  readonly runtime: CompiledTable | undefined;
   /** Binds both listeners; resolves with the bound ports. */
   listen(): Promise<{ port: number; adminPort: number | undefined }>;
-  /** Re-reads the config file now (the watcher does this by itself). */
+  /** Re-reads the configuration now (the watcher does this by itself). */
   reloadNow(): Promise<void>;
   /** Runs the shutdown sequence of spec 3.2; resolves with the exit code. */
   shutdown(reason: string): Promise<number>;
@@ -72,12 +62,8 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   const metrics = new GatewayMetrics(options.metricsPrefix);
   const lifecycle = new LifecycleState();
 
-  const initial = await resolveLoaded(await loadConfigFile(options.targets));
-  if (!initial.ok) throw new ConfigLoadError(options.targets, initial.issues);
-
   const upstream = new UpstreamClient();
   const aimd = new AimdRegistry({ metrics: new AimdMetrics(metrics.registry, metrics.prefix) });
-  const sharedLimits = options.sharedState ? await openSharedLimits(options, metrics, logger) : undefined;
   const outliers = new OutlierRegistry({
     metrics: new OutlierMetrics(metrics.registry, metrics.prefix),
     logger,
@@ -87,90 +73,106 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     batchLimiter: deps.batchLimiter,
     aimd,
     outliers,
-    sharedLimits,
+    sharedLimits: undefined as SharedLimitStore | undefined,
   };
-  const compiled = compileRuntime(initial.config, initial.hash, undefined, compileOptions);
-  if (!compiled.ok) {
-    await sharedLimits?.close();
-    throw new ConfigLoadError(options.targets, compiled.issues);
+  const origin: ConfigOrigin =
+    options.configResource === undefined
+      ? await openFileOrigin(options.targets!, metrics, logger)
+      : await openResourceOrigin(options.configResource, metrics, logger, lifecycle, () => {
+          void watcher.check('resource');
+        });
+  const sharedLimits = options.sharedState ? await openSharedLimits(options, metrics, logger) : undefined;
+  compileOptions.sharedLimits = sharedLimits;
+  let runtime: CompiledTable | undefined;
+  const startup = origin.startup;
+  if (startup === undefined) lifecycle.awaitConfiguration();
+  else {
+    const compiled = compileRuntime(startup.config, startup.hash, undefined, compileOptions);
+    if (!compiled.ok) {
+      await sharedLimits?.close();
+      throw new ConfigLoadError(origin.where, compiled.issues);
+    }
+    runtime = compiled.table;
+    outliers.commit();
+    metrics.configInfo.set({ hash: startup.hash }, 1);
+    metrics.configLastReloadSuccess.set(Date.now() / 1000);
+    metrics.configLastReloadSuccessful.set(1);
+    logger.info(
+      {
+        ...origin.logFields,
+        hash: startup.hash,
+        aliases: runtime.routes.size,
+        strictMode: runtime.strictMode,
+        ...referencesLogged(startup.references),
+      },
+      'configuration loaded',
+    );
   }
-  let runtime = compiled.table;
-  outliers.commit();
-  metrics.configInfo.set({ hash: initial.hash }, 1);
-  metrics.configLastReloadSuccess.set(Date.now() / 1000);
-  metrics.configLastReloadSuccessful.set(1);
-  logger.info(
-    {
-      file: options.targets,
-      hash: initial.hash,
-      aliases: runtime.routes.size,
-      strictMode: runtime.strictMode,
-      ...referencesLogged(initial.references),
-    },
-    'configuration loaded',
-  );
 
   /**
-   * Loads a changed configuration (its file, or only a key file it references) and swaps the table,
-   * or rejects it and keeps the last good one. Resolves with the key files the load read, for the
-   * watcher. The hash metric covers the configuration file alone: a key rotation shows as a reload.
+   * Loads a changed configuration (its document, or only a key file it references) and swaps the
+   * table, or rejects it and keeps the last good one. Resolves with the key files the load read, for
+   * the watcher. The hash metric covers the document alone: a key rotation shows as a reload.
    */
-  const applyChange = async (change: ConfigChange): Promise<ReadonlyMap<string, string> | undefined> => {
-    const loaded = await resolveLoaded(parseConfigText(change.text, options.targets));
+  const applyChange = async (
+    change: ConfigChange<ConfigDocument>,
+  ): Promise<ReadonlyMap<string, string> | undefined> => {
+    const loaded = await resolveLoaded(origin.parse(change.document));
     const compiledNext = loaded.ok
-      ? compileRuntime(loaded.config, change.hash, runtime, compileOptions)
+      ? compileRuntime(loaded.config, loaded.hash, runtime, compileOptions)
       : loaded;
     if (!compiledNext.ok) {
       metrics.configReloads.inc({ result: 'failure' });
       metrics.configLastReloadSuccessful.set(0);
+      origin.rejected(change.document, compiledNext.issues);
       logger.error(
         {
-          file: options.targets,
-          hash: change.hash,
+          ...origin.logFields,
+          ...origin.describe(change.document),
           changed: change.changed,
           errors: compiledNext.issues.map(formatIssue),
         },
-        'configuration reload rejected; still serving the last good configuration',
+        runtime === undefined
+          ? 'configuration rejected; not ready until a valid one loads'
+          : 'configuration reload rejected; still serving the last good configuration',
       );
       return loaded.references?.files;
     }
     const next = compiledNext.table;
-    const previousHash = runtime.hash;
+    const previousHash = runtime?.hash;
     runtime = next;
     outliers.commit();
     metrics.configReloads.inc({ result: 'success' });
     metrics.configLastReloadSuccessful.set(1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);
     metrics.configInfo.reset();
-    metrics.configInfo.set({ hash: change.hash }, 1);
+    metrics.configInfo.set({ hash: next.hash }, 1);
+    origin.applied(change.document);
+    lifecycle.configurationLoaded();
     logger.info(
       {
-        file: options.targets,
-        hash: change.hash,
-        previousHash,
+        ...origin.logFields,
+        ...origin.describe(change.document),
+        hash: next.hash,
+        ...(previousHash === undefined ? {} : { previousHash }),
         changed: change.changed,
         aliases: next.routes.size,
         ...referencesLogged(loaded.ok ? loaded.references : undefined),
       },
-      'configuration reloaded',
+      previousHash === undefined ? 'configuration loaded' : 'configuration reloaded',
     );
     return loaded.references?.files;
   };
 
-  const watcher = new ConfigWatcher({
-    path: options.targets,
-    initial: { configHash: initial.hash, files: initial.references.files },
+  const watcher: ConfigWatcher<ConfigDocument> = new ConfigWatcher({
+    source: origin.source,
+    initial: {
+      version: startup?.version ?? '',
+      files: startup?.references.files ?? new Map<string, string>(),
+    },
     logger,
     pollMs: options.configPollSecs * 1000,
     onChange: applyChange,
-    onReadError: (error) => {
-      metrics.configReloads.inc({ result: 'failure' });
-      metrics.configLastReloadSuccessful.set(0);
-      logger.error(
-        { file: options.targets, code: error.code, err: error.message },
-        'configuration file unreadable; still serving the last good configuration',
-      );
-    },
   });
 
   // The configured admin port until the listener is bound (`--metrics-port 0` picks one then).
@@ -226,6 +228,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
         'listening',
       );
       if (options.watch) watcher.start();
+      origin.start();
       aimd.start();
       lifecycle.enter('serving');
       return { port, adminPort };
@@ -249,6 +252,8 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
             // Upstream pools first (nothing is in flight any more), then Redis (every slot is released
             // by now; a slot of a cut stream was released as it was cut), then the spans of the drain.
             finalizers: [
+              // The status entry goes first: other replicas stop counting this one at once.
+              async () => await origin.stop(),
               () => upstream.close(),
               async () => await sharedLimits?.close(),
               async () => void (await shutdownTracing()),
@@ -274,6 +279,21 @@ function referencesLogged(references: SecretReferences | undefined): {
     ...(references.files.size > 0 ? { keyFiles: [...references.files.keys()] } : {}),
     ...(references.env.length > 0 ? { keyEnv: references.env } : {}),
   };
+}
+
+/**
+ * Resource mode's origin, loaded on demand: the Kubernetes client library is never loaded in file
+ * mode (it would cost every file-mode process memory and start-up time).
+ */
+async function openResourceOrigin(
+  reference: string,
+  metrics: GatewayMetrics,
+  logger: Logger,
+  lifecycle: LifecycleState,
+  onDocument: () => void,
+): Promise<ConfigOrigin> {
+  const { openResourceOrigin: open } = await import('./kube/resource-origin.js');
+  return open({ reference, metrics, logger, lifecycle, onDocument });
 }
 
 /** How long startup waits for Redis before serving with the failure policy deciding. */

@@ -9,8 +9,13 @@ import {
 
 /** Everything the standalone gateway takes from its command line and environment. */
 export interface GatewayOptions {
-  /** Configuration file path (`--targets` / `-f`). */
-  targets: string;
+  /** Configuration file path (`--targets` / `-f`); undefined in resource mode. */
+  targets: string | undefined;
+  /**
+   * `NAMESPACE/NAME` of the GatewayConfig object the configuration is read from (resource mode);
+   * undefined in file mode. Exactly one of `targets` and `configResource` is set.
+   */
+  configResource: string | undefined;
   host: string;
   port: number;
   watch: boolean;
@@ -45,7 +50,7 @@ export interface GatewayOptions {
   accessLog: string;
 }
 
-export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets'> = {
+export const DEFAULT_OPTIONS: Omit<GatewayOptions, 'targets' | 'configResource'> = {
   host: '0.0.0.0',
   port: 3000,
   watch: true,
@@ -162,6 +167,37 @@ function accessLogTarget(value: string): string {
   return trimmed;
 }
 
+/** A Kubernetes namespace: a DNS label (RFC 1123). */
+const NAMESPACE_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** An object name: a DNS subdomain (RFC 1123). */
+const OBJECT_NAME_PATTERN = /^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/;
+
+/** `NAMESPACE/NAME` of a GatewayConfig, checked against Kubernetes' naming rules. */
+export function parseResourceReference(value: string): { namespace: string; name: string } {
+  const trimmed = value.trim();
+  const slash = trimmed.indexOf('/');
+  const namespace = slash < 0 ? '' : trimmed.slice(0, slash);
+  const name = slash < 0 ? trimmed : trimmed.slice(slash + 1);
+  if (slash < 0 || namespace === '' || name === '')
+    throw new InvalidArgumentError(
+      `--config-resource must be NAMESPACE/NAME of a GatewayConfig, got "${value}".`,
+    );
+  if (!NAMESPACE_PATTERN.test(namespace))
+    throw new InvalidArgumentError(
+      `--config-resource: namespace "${namespace}" is not a valid namespace (lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit).`,
+    );
+  if (!OBJECT_NAME_PATTERN.test(name))
+    throw new InvalidArgumentError(
+      `--config-resource: name "${name}" is not a valid object name (lowercase letters, digits, '-' and '.', at most 253, starting and ending with a letter or digit).`,
+    );
+  return { namespace, name };
+}
+
+function resourceReference(value: string): string {
+  const { namespace, name } = parseResourceReference(value);
+  return `${namespace}/${name}`;
+}
+
 function keyPrefix(value: string): string {
   if (!/^[!-~]{1,64}$/.test(value)) {
     throw new InvalidArgumentError(
@@ -182,6 +218,12 @@ export function gatewayOptionDefinitions(): Option[] {
       '-f, --targets <file>',
       'configuration file (JSON or YAML; bare or GatewayConfig envelope)',
     ).env('GATEWAY_TARGETS'),
+    new Option(
+      '--config-resource <namespace/name>',
+      'take the configuration from this GatewayConfig object through the Kubernetes API instead of a file (exclusive with -f)',
+    )
+      .env('GATEWAY_CONFIG_RESOURCE')
+      .argParser(resourceReference),
     new Option('--host <address>', 'address both listeners bind to').env('GATEWAY_HOST').default(d.host),
     new Option('--port <port>', 'proxy port (0 picks a free port)')
       .env('GATEWAY_PORT')

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FileConfigSource, type FileDocument } from '../../src/gateway/config/file-origin.js';
 import { ConfigWatcher, type ConfigChange } from '../../src/gateway/config/watch.js';
 import { ROOT } from '../helpers/process.js';
 
@@ -22,7 +23,7 @@ vi.mock('node:fs', async (importOriginal) => {
 });
 
 let dir: string;
-let watcher: ConfigWatcher | undefined;
+let watcher: ConfigWatcher<FileDocument> | undefined;
 
 beforeEach(async () => {
   await mkdir(join(ROOT, 'test/.tmp'), { recursive: true });
@@ -57,10 +58,10 @@ describe('a watcher on a platform without event names', () => {
     const configPath = join(dir, 'config.json');
     await writeFile(configPath, '{}');
     const { logger, lines } = fileLogger(join(dir, 'gateway.log'), 100);
-    const changes: ConfigChange[] = [];
+    const changes: ConfigChange<FileDocument>[] = [];
     watcher = new ConfigWatcher({
-      path: configPath,
-      initial: { configHash: createHash('sha256').update('{}').digest('hex'), files: new Map() },
+      source: new FileConfigSource(configPath, { onReadError: () => undefined }),
+      initial: { version: createHash('sha256').update('{}').digest('hex'), files: new Map() },
       logger,
       pollMs: 60_000,
       debounceMs: 20,
@@ -68,7 +69,6 @@ describe('a watcher on a platform without event names', () => {
         changes.push(change);
         return Promise.resolve(new Map());
       },
-      onReadError: () => undefined,
     });
     watcher.start();
 

@@ -7,13 +7,14 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { entriesBehind } from '../../src/gateway/config/directory-watch.js';
 import { readSecretFile } from '../../src/gateway/config/secret-file.js';
+import { FileConfigSource, type FileDocument } from '../../src/gateway/config/file-origin.js';
 import { ConfigWatcher, type ConfigChange } from '../../src/gateway/config/watch.js';
 import { ROOT } from '../helpers/process.js';
 import { secretVolume } from '../helpers/secret-volume.js';
 import { until } from '../helpers/wait.js';
 
 let dir: string;
-const watchers: ConfigWatcher[] = [];
+const watchers: ConfigWatcher<FileDocument>[] = [];
 
 beforeEach(async () => {
   await mkdir(join(ROOT, 'test/.tmp'), { recursive: true });
@@ -39,13 +40,13 @@ function capturingLogger() {
 
 async function startWatcher(configPath: string, keyFiles: string[], pollMs = 60_000) {
   const { logger, lines } = capturingLogger();
-  const changes: ConfigChange[] = [];
+  const changes: ConfigChange<FileDocument>[] = [];
   const files = new Map<string, string>();
   for (const file of keyFiles) files.set(file, (await readSecretFile(file)).fingerprint);
   const watcher = new ConfigWatcher({
-    path: configPath,
+    source: new FileConfigSource(configPath, { onReadError: () => undefined }),
     initial: {
-      configHash: createHash('sha256')
+      version: createHash('sha256')
         .update(await readFile(configPath))
         .digest('hex'),
       files,
@@ -60,7 +61,6 @@ async function startWatcher(configPath: string, keyFiles: string[], pollMs = 60_
       for (const file of keyFiles) read.set(file, (await readSecretFile(file)).fingerprint);
       return read;
     },
-    onReadError: () => undefined,
   });
   watchers.push(watcher);
   watcher.start();
@@ -162,10 +162,10 @@ describe('watching referenced key files', () => {
     const keyFile = join(keyDir, 'team-b');
     await writeFile(keyFile, 'sk-b\n');
     const { logger } = capturingLogger();
-    const changes: ConfigChange[] = [];
+    const changes: ConfigChange<FileDocument>[] = [];
     const watcher = new ConfigWatcher({
-      path: configPath,
-      initial: { configHash: createHash('sha256').update('{}').digest('hex'), files: new Map() },
+      source: new FileConfigSource(configPath, { onReadError: () => undefined }),
+      initial: { version: createHash('sha256').update('{}').digest('hex'), files: new Map() },
       logger,
       pollMs: 60_000,
       debounceMs: 50,
@@ -174,7 +174,6 @@ describe('watching referenced key files', () => {
         changes.push(change);
         return new Map([[keyFile, (await readSecretFile(keyFile)).fingerprint]]);
       },
-      onReadError: () => undefined,
     });
     watchers.push(watcher);
     watcher.start();

@@ -219,7 +219,7 @@ function isEnvelope(value: unknown): value is Record<string, unknown> {
   );
 }
 
-function validate(parsed: Parsed, hash: string): ConfigResult {
+function validate(parsed: Parsed, hash: string, bareOnly = false): ConfigResult {
   const value = parsed.value;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     const got =
@@ -234,7 +234,7 @@ function validate(parsed: Parsed, hash: string): ConfigResult {
       ],
     };
   }
-  const envelope = isEnvelope(value);
+  const envelope = !bareOnly && isEnvelope(value);
   const schema: z.ZodType = envelope ? GatewayConfigEnvelopeSchema : GatewayConfigSchema;
   const result = schema.safeParse(value, { error: configErrorMap });
   if (result.success) {
@@ -265,6 +265,15 @@ function parseDecoded(text: string, source: string, hash: string): ConfigResult 
  */
 export function parseConfigText(text: string, source: string): ConfigResult {
   return parseDecoded(text, source, sha256Hex(Buffer.from(text, 'utf8')));
+}
+
+/**
+ * Validates a configuration that arrives already parsed: the `spec` of a GatewayConfig object read
+ * through the Kubernetes API. It is always the bare configuration; `hash` identifies the content
+ * (`config_info`). Issues carry paths and no source position.
+ */
+export function parseConfigValue(value: unknown, hash: string): ConfigResult {
+  return validate({ value, view: () => undefined }, hash, true);
 }
 
 /** Reads, parses and validates a configuration file. I/O and encoding errors are issues at `$`. */

@@ -1,15 +1,32 @@
-import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../telemetry/logger.js';
 import { DirectoryWatch, entriesBehind } from './directory-watch.js';
-import { sha256Hex } from './load.js';
 import { readSecretFile } from './secret-file.js';
+
+/** One version of the configuration document, as its source read it. */
+export interface ConfigDocument {
+  /**
+   * Identity of this version: equal versions are never loaded twice. The file's sha256 in file mode;
+   * a GatewayConfig's uid, generation and content hash in resource mode.
+   */
+  readonly version: string;
+}
+
+/** Where the configuration document comes from: the file (file mode) or a GatewayConfig object. */
+export interface ConfigSource<D extends ConfigDocument> {
+  /**
+   * A file whose directory is watched for changes of the document; undefined when the source
+   * announces its own changes (it calls `ConfigWatcher.check`).
+   */
+  readonly path?: string;
+  /** The document now, or undefined when there is none to load (unreadable, deleted). */
+  read(): Promise<D | undefined>;
+}
 
 /** What the serving configuration was loaded from: the state every check compares against. */
 export interface WatchedState {
-  /** sha256 of the configuration file bytes. */
-  readonly configHash: string;
+  /** The version of the document last loaded (see `ConfigDocument.version`). */
+  readonly version: string;
   /**
    * The key files the configuration references, path -> fingerprint of the content its load read
    * (see `readSecretFile`). Fingerprints stay in memory: never logged, never published.
@@ -17,64 +34,56 @@ export interface WatchedState {
   readonly files: ReadonlyMap<string, string>;
 }
 
-export interface ConfigChange {
-  /** The configuration file's content and its sha256. */
-  readonly text: string;
-  readonly hash: string;
-  /** What differs from the last load: `config` (the file itself) and/or referenced file paths. */
+export interface ConfigChange<D extends ConfigDocument> {
+  readonly document: D;
+  /** What differs from the last load: `config` (the document itself) and/or referenced file paths. */
   readonly changed: readonly string[];
   readonly trigger: CheckTrigger;
 }
 
-export type CheckTrigger = 'watch' | 'poll' | 'manual';
+export type CheckTrigger = 'watch' | 'poll' | 'manual' | 'resource';
 
-export interface ConfigWatcherOptions {
-  /** The configuration file; it may be a symlink chain (a Kubernetes ConfigMap volume). */
-  path: string;
+export interface ConfigWatcherOptions<D extends ConfigDocument> {
+  source: ConfigSource<D>;
   /** What the startup load read, so the first poll does not reload it again. */
   initial: WatchedState;
   logger: Logger;
   /**
    * Loads the changed configuration (applying it or rejecting it). Resolves with the key files that
-   * load referenced and the fingerprints of what it read, or undefined when the file was invalid
+   * load referenced and the fingerprints of what it read, or undefined when the document was invalid
    * before its references were known (the files watched so far stay watched).
    */
-  onChange: (change: ConfigChange) => Promise<ReadonlyMap<string, string> | undefined>;
-  /** Called when the configuration file cannot be read after retries (deleted, unreadable). */
-  onReadError: (error: NodeJS.ErrnoException) => void;
+  onChange: (change: ConfigChange<D>) => Promise<ReadonlyMap<string, string> | undefined>;
   debounceMs?: number;
   pollMs: number;
 }
 
-const READ_RETRIES = 5;
-const READ_RETRY_MS = 100;
-
 /**
- * Watches the configuration file and the key files it references (`from_file`) the same way:
+ * Watches the configuration document's source and the key files it references (`from_file`). Files
+ * (the configuration file in file mode, and every key file) are watched the same way:
  * through their directories, since a ConfigMap or Secret volume update swaps the `..data` symlink to
  * a new timestamped directory and editors write by rename, and a watch on a file would stay attached
  * to the old inode forever. An event for one of those entries means "maybe changed": after a
- * debounce every file is re-read by path (re-resolving every symlink) and a load runs only if the
- * configuration's sha256 or a key file's fingerprint differs from what the serving load read. A
- * poll of the same comparison is the safety net for events that never arrive (some overlay and
- * network filesystems). A read racing the swap can see ENOENT, so config reads are retried briefly.
+ * debounce the document and every key file are read again (by path, re-resolving every symlink) and a
+ * load runs only if the document's version or a key file's fingerprint differs from what the serving
+ * load read. A poll of the same comparison is the safety net for events that never arrive (some
+ * overlay and network filesystems).
  */
-export class ConfigWatcher {
+export class ConfigWatcher<D extends ConfigDocument> {
   private readonly directories = new Map<string, DirectoryWatch>();
   /** Entries whose events arrived since the last check, reported only if the check finds a change. */
   private readonly eventEntries = new Set<string | null>();
   private debounceTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private last: WatchedState;
-  private lastReadFailed = false;
   private checking: Promise<void> | undefined;
   private recheck = false;
   private started = false;
   private stopped = false;
   private readonly debounceMs: number;
-  private readonly options: ConfigWatcherOptions;
+  private readonly options: ConfigWatcherOptions<D>;
 
-  constructor(options: ConfigWatcherOptions) {
+  constructor(options: ConfigWatcherOptions<D>) {
     this.options = options;
     this.last = options.initial;
     this.debounceMs = options.debounceMs ?? 250;
@@ -95,9 +104,10 @@ export class ConfigWatcher {
     clearInterval(this.pollTimer);
   }
 
-  /** The files whose changes reload the configuration: the file itself and its key files. */
+  /** The files whose changes reload the configuration: the configuration file (if any) and its key files. */
   watchedFiles(): string[] {
-    return [this.options.path, ...this.last.files.keys()];
+    const path = this.options.source.path;
+    return [...(path === undefined ? [] : [path]), ...this.last.files.keys()];
   }
 
   /** One watch per directory holding a watched file, each told which of its entries matter. */
@@ -150,32 +160,12 @@ export class ConfigWatcher {
     return this.checking;
   }
 
-  private async readConfig(): Promise<Buffer | undefined> {
-    let lastError: NodeJS.ErrnoException | undefined;
-    for (let attempt = 0; attempt < READ_RETRIES; attempt++) {
-      try {
-        const bytes = await readFile(this.options.path);
-        this.lastReadFailed = false;
-        return bytes;
-      } catch (error) {
-        lastError = error as NodeJS.ErrnoException;
-        if (lastError.code !== 'ENOENT') break;
-        await sleep(READ_RETRY_MS);
-      }
-    }
-    // Report a missing file once, not on every poll.
-    if (!this.stopped && !this.lastReadFailed && lastError) this.options.onReadError(lastError);
-    this.lastReadFailed = true;
-    return undefined;
-  }
-
   private async readAndCompare(trigger: CheckTrigger): Promise<void> {
     const events = [...this.eventEntries];
     this.eventEntries.clear();
-    const bytes = await this.readConfig();
-    if (this.stopped || bytes === undefined) return;
-    const hash = sha256Hex(bytes);
-    const changed: string[] = hash === this.last.configHash ? [] : ['config'];
+    const document = await this.options.source.read();
+    if (this.stopped || document === undefined) return;
+    const changed: string[] = document.version === this.last.version ? [] : ['config'];
     const files = new Map<string, string>();
     for (const [file, fingerprint] of this.last.files) {
       const read = await readSecretFile(file);
@@ -188,12 +178,12 @@ export class ConfigWatcher {
     this.options.logger.debug({ trigger, changed, events }, 'configuration sources changed');
     let loaded: ReadonlyMap<string, string> | undefined;
     try {
-      loaded = await this.options.onChange({ text: bytes.toString('utf8'), hash, changed, trigger });
+      loaded = await this.options.onChange({ document, changed, trigger });
     } catch (error) {
       this.options.logger.error({ err: error }, 'configuration load failed unexpectedly');
     }
     // What the load read, when it got that far: a file that changed again since is seen next time.
-    this.last = { configHash: hash, files: loaded ?? files };
+    this.last = { version: document.version, files: loaded ?? files };
     this.syncDirectories();
   }
 }

@@ -58,7 +58,7 @@ export function createAdminServer({
         return;
       case '/readyz':
         if (lifecycle.ready) plain(res, 200, 'ready\n');
-        else plain(res, 503, `not ready: ${lifecycle.phase}\n`);
+        else plain(res, 503, `not ready: ${lifecycle.notReadyReason}\n`);
         return;
       case '/metrics':
         if (!metricsEnabled) {

@@ -106,6 +106,11 @@ export const gatewayErrors = {
     make(503, 'api_error', 'upstream_unavailable', 'The upstream provider could not be reached.', {
       outcome: 'upstream_error',
     }),
+  /** Resource mode before the first GatewayConfig loaded: nothing to route by yet. */
+  notConfigured: () =>
+    make(503, 'api_error', 'configuration_unavailable', 'The gateway has not loaded a configuration yet.', {
+      outcome: 'rejected',
+    }),
   /** A bug on the request path (logged where it is caught). */
   internal: () =>
     make(500, 'api_error', 'internal_error', 'Internal gateway error.', { outcome: 'internal_error' }),

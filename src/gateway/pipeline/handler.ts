@@ -51,7 +51,8 @@ function strictNotFound(path: string, adminPort: number): GatewayError {
 export interface HandlerDeps {
   /** Told when each response opens and closes (what a drain waits for). */
   connections: Pick<ConnectionTracker, 'opened' | 'closed'>;
-  runtime: () => RuntimeTable;
+  /** The serving table; undefined before the first configuration loaded (resource mode). */
+  runtime: () => RuntimeTable | undefined;
   metrics: GatewayMetrics;
   logger: Logger;
   options: Pick<GatewayOptions, 'dispatchedHeader' | 'maxBodyBytes' | 'sseBufferLimit'>;
@@ -126,7 +127,7 @@ function failUnexpectedly(
     // The serving table's mode: a bug may strike before the request has a context of its own.
     writeGatewayError(
       res,
-      inResponseMode(gatewayErrors.internal(), deps.runtime().strictMode),
+      inResponseMode(gatewayErrors.internal(), deps.runtime()?.strictMode ?? false),
       ctx?.requestId,
       ctx?.limitHeaders,
     );
@@ -137,8 +138,14 @@ function failUnexpectedly(
 
 /** Up to the body: the request's context, its span and close hook, the paths answered without a body. */
 function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): void {
-  deps.connections.opened(req, res);
   const table = deps.runtime();
+  if (table === undefined) {
+    // Not ready, so no Service sends traffic here; a client that calls the pod directly learns why.
+    res.shouldKeepAlive = false;
+    writeGatewayError(res, gatewayErrors.notConfigured(), requestIdFor(req.headers['x-request-id']));
+    return;
+  }
+  deps.connections.opened(req, res);
   const url = req.url ?? '/';
   const query = url.indexOf('?');
   const path = query < 0 ? url : url.slice(0, query);

@@ -281,6 +281,7 @@ export class GatewayMetrics {
   readonly configLastReloadSuccess: Gauge;
   readonly configLastReloadSuccessful: Gauge;
   readonly configInfo: Gauge<'hash'>;
+  readonly configSourceUp: Gauge;
 
   // Lifecycle
   readonly shutdownForcedConnections: Counter;
@@ -349,6 +350,12 @@ export class GatewayMetrics {
       labelNames: ['hash'],
       registers,
     });
+    this.configSourceUp = new Gauge({
+      name: name('config_source_up'),
+      help: 'Whether the configuration source answers: 1 while the configuration file is readable, or while the GatewayConfig object is watched through the Kubernetes API and exists; 0 otherwise (the last good configuration keeps serving).',
+      registers,
+    });
+    this.configSourceUp.set(1);
     this.shutdownForcedConnections = new Counter({
       name: name('shutdown_forced_connections_total'),
       help: 'Connections still open when the drain deadline expired and were cut.',

@@ -65,6 +65,22 @@ export const globalOnly = () =>
 // Leaf types
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * Bounds that let the Kubernetes API server price its checks of a GatewayConfig (a CEL rule's cost
+ * is estimated from the largest lists, maps and strings it may meet) and keep a configuration a
+ * size a person can review: far above any deployment's needs.
+ */
+export const LIMITS = {
+  /** Aliases and request-class pools in `targets`. */
+  targets: 1000,
+  /** Provider entries of one pool. */
+  providers: 64,
+  /** Characters of a URL. */
+  urlLength: 2048,
+  /** Characters of a provider name. */
+  nameLength: 253,
+} as const;
+
 export const UrlSchema = z
   .url({
     protocol: /^https?$/,
@@ -72,6 +88,7 @@ export const UrlSchema = z
     error: (issue) =>
       issue.code === 'invalid_format' ? 'must be an absolute http:// or https:// URL' : undefined,
   })
+  .max(LIMITS.urlLength, { error: `must be at most ${LIMITS.urlLength} characters` })
   .refine((url) => {
     const parsed = URL.parse(url);
     return parsed === null || (parsed.search === '' && parsed.hash === '');
@@ -115,3 +132,29 @@ export const ErrorStatusSchema = z
 export const EffortSchema = z.enum(EFFORTS);
 
 export const NonNegativeInt = z.int().min(0, { error: 'must be a non-negative integer' });
+
+// ---------------------------------------------------------------------------------------------
+// Rules for the Kubernetes API server
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A cross-field rule in CEL, which the API server checks when a GatewayConfig object is applied
+ * (`x-kubernetes-validations` of the CustomResourceDefinition that `gateway crd` prints). It states
+ * again, in CEL, a `superRefine` check of the same schema, so it lives next to that check; the
+ * process still runs the check itself (a file, and an object applied past a stale CRD).
+ */
+export interface KubernetesRule {
+  readonly rule: string;
+  readonly message?: string;
+  /** A CEL expression giving the message, to name the values involved. */
+  readonly messageExpression?: string;
+  /** Where the API server reports the refusal, relative to the schema the rule is on (`.fallback.max_attempts`). */
+  readonly fieldPath?: string;
+}
+
+/** The meta key the CRD generator reads, and `gateway schema` leaves out. */
+export const KUBERNETES_RULES_KEY = 'x-kubernetes-validations';
+
+export const kubernetesRules = (
+  ...rules: KubernetesRule[]
+): { [KUBERNETES_RULES_KEY]: readonly KubernetesRule[] } => ({ [KUBERNETES_RULES_KEY]: rules });

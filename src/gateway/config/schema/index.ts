@@ -66,3 +66,5 @@ export type {
   GatewayConfigInput,
   UnsupportedParamsList,
 } from './root.js';
+export { KUBERNETES_RULES_KEY } from './fields.js';
+export type { KubernetesRule } from './fields.js';

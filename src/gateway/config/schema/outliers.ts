@@ -1,5 +1,6 @@
 /** Outlier ejection of a pool's providers. */
 import { z } from 'zod';
+import { kubernetesRules } from './fields.js';
 
 export const OUTLIER_DEFAULTS = {
   consecutive_failures: 5,
@@ -47,6 +48,11 @@ export const OutlierDetectionSchema = z
       });
   })
   .meta({
+    ...kubernetesRules({
+      rule: `(has(self.max_ejection_ms) ? self.max_ejection_ms : ${OUTLIER_DEFAULTS.max_ejection_ms}) >= (has(self.base_ejection_ms) ? self.base_ejection_ms : ${OUTLIER_DEFAULTS.base_ejection_ms})`,
+      fieldPath: '.max_ejection_ms',
+      message: `must be at least \`base_ejection_ms\` (default ${OUTLIER_DEFAULTS.base_ejection_ms}; \`max_ejection_ms\` defaults to ${OUTLIER_DEFAULTS.max_ejection_ms})`,
+    }),
     id: 'OutlierDetection',
     title: 'Outlier detection',
     description:

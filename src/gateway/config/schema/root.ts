@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { UNSUPPORTED_PARAM_NAMES } from '../../strict/unsupported-params-catalog.js';
 import { closestMatch } from '../suggest.js';
-import { ALIAS_PATTERN, uniqueItems } from './fields.js';
+import { ALIAS_PATTERN, LIMITS, uniqueItems } from './fields.js';
 import { AuthSchema } from './auth.js';
 import { TargetSchema, UsageSchema } from './target.js';
 import { TimeoutsSchema } from './timeouts.js';
@@ -18,6 +18,14 @@ const TargetsSchema = z
     const keys = Object.keys(targets);
     if (keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: [], message: 'must define at least one alias' });
+      return;
+    }
+    if (keys.length > LIMITS.targets) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: `${keys.length} targets: at most ${LIMITS.targets} aliases and request-class pools`,
+      });
       return;
     }
     for (const key of keys) {
@@ -69,8 +77,8 @@ export const GatewayConfigSchema = z
       .describe(
         "Responses of a request under a rate or token limit carry `x-ratelimit-limit-requests`, `x-ratelimit-remaining-requests`, `x-ratelimit-reset-requests` and the same three for tokens: the tightest of its key, target and account limits (capacity, what is left after this request, the time until full). They replace a provider's own `x-ratelimit-*` headers. `false` sends none and passes a provider's through.",
       ),
-    targets: TargetsSchema.describe(
-      'Model alias -> target. A request selects the alias with its body `model` or the `model-override` header. A key `alias:class` whose `alias` is also a key is a request-class pool of that alias.',
+    targets: TargetsSchema.meta({ minProperties: 1, maxProperties: LIMITS.targets }).describe(
+      `Model alias -> target (at most ${LIMITS.targets}). A request selects the alias with its body \`model\` or the \`model-override\` header. A key \`alias:class\` whose \`alias\` is also a key is a request-class pool of that alias.`,
     ),
     reject_unsupported_params: z
       .array(

@@ -12,7 +12,9 @@ import {
   NonEmptyString,
   NonNegativeInt,
   UrlSchema,
+  LIMITS,
   globalOnly,
+  kubernetesRules,
 } from './fields.js';
 import { ClientKeyLiteralSchema, UpstreamKeySchema, secretOr } from './secret-reference.js';
 import { ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
@@ -169,9 +171,11 @@ export const ProviderSchema = z
     url: UrlSchema.describe(
       "Base URL of this provider (http or https), for example `http://10.0.0.5:8000/v1`. The request path is appended; a base ending in `/v1` absorbs the request path's leading `/v1`.",
     ),
-    name: NonEmptyString.optional().describe(
-      'Identity of the provider in logs, metrics and the share controller. Default: the `url`. Identities must be unique within a pool.',
-    ),
+    name: NonEmptyString.max(LIMITS.nameLength, { error: `must be at most ${LIMITS.nameLength} characters` })
+      .optional()
+      .describe(
+        `Identity of the provider in logs, metrics and the share controller (at most ${LIMITS.nameLength} characters). Default: the \`url\`. Identities must be unique within a pool.`,
+      ),
     weight: z
       .number()
       .positive()
@@ -196,9 +200,10 @@ const TargetObjectSchema = z.strictObject({
   providers: z
     .array(ProviderSchema)
     .min(1)
+    .max(LIMITS.providers, { error: `a pool has at most ${LIMITS.providers} providers` })
     .optional()
     .describe(
-      'Provider entries, in definition order (the order `priority` tries them; the first is the preferred provider). Makes the target a pool.',
+      `Provider entries, in definition order (the order \`priority\` tries them; the first is the preferred provider), at most ${LIMITS.providers}. Makes the target a pool.`,
     ),
   strategy: z
     .enum(STRATEGIES)
@@ -241,9 +246,46 @@ const TargetObjectSchema = z.strictObject({
   ),
 });
 
+/**
+ * The rules of `checkTarget` that CEL can state within the API server's cost budget, for the API
+ * server (`gateway crd`). Not among them: the `aimd` rules (`aimd` is `false` or an object, a field
+ * CEL cannot see) and unique provider identities (comparing every pair of a pool in every target
+ * costs more than the budget allows).
+ */
+const TARGET_KUBERNETES_RULES = kubernetesRules(
+  {
+    rule: 'has(self.url) || has(self.providers)',
+    message: 'a target needs either `url` (single provider) or `providers` (pool)',
+  },
+  {
+    rule: '!has(self.url) || !has(self.providers)',
+    fieldPath: '.url',
+    message:
+      'a target has either `url` (single provider) or `providers` (pool), not both: set the url on a provider entry',
+  },
+  ...(['strategy', 'fallback', 'outlier_detection'] as const).map((field) => ({
+    rule: `has(self.providers) || !has(self.${field})`,
+    fieldPath: `.${field}`,
+    message: `\`${field}\` only applies to a pool: use \`providers\` instead of \`url\` to balance or fail over`,
+  })),
+  {
+    rule: '!has(self.providers) || !has(self.propagate_trace_context)',
+    fieldPath: '.propagate_trace_context',
+    message:
+      'not valid on the top level of a pool that uses `providers`: set `propagate_trace_context` on each provider entry',
+  },
+  {
+    rule: '!has(self.providers) || !has(self.fallback) || !has(self.fallback.max_attempts) || self.fallback.max_attempts <= size(self.providers)',
+    fieldPath: '.fallback.max_attempts',
+    message:
+      'more attempts than the pool has providers: each attempt goes to a different provider, so `max_attempts` is at most the number of `providers`',
+  },
+);
+
 export const TargetSchema = TargetObjectSchema.superRefine((target, ctx) => checkTarget(target, ctx)).meta({
   id: 'Target',
   title: 'Target',
+  ...TARGET_KUBERNETES_RULES,
   // The two forms of a target, for editors; `checkTarget` gives the precise messages.
   anyOf: [
     {

@@ -1,0 +1,288 @@
+/**
+ * Status of the GatewayConfig object, written by the replicas that serve it, without write conflicts
+ * or flapping:
+ *
+ * - Each replica owns one entry of `status.replicas` (keyed by its pod name) and writes only that
+ *   entry, with server-side apply under a field manager of its own: no two replicas ever write the
+ *   same field, so they never conflict and need no retries. It writes when what it has to say
+ *   changes (it checked a generation, accepted or refused it, serves it) and renews a heartbeat in it.
+ * - The object-wide fields (`observedGeneration`, `serving`, the `Accepted` and `Ready` conditions)
+ *   are computed from the live entries by one replica, the holder of a coordination.k8s.io Lease,
+ *   and written only when they change. One writer means no two replicas with different views
+ *   overwrite each other back and forth; the Lease hands the job over when its holder goes.
+ * - The holder also removes the entries whose heartbeat stopped (their pods are gone), so a gone
+ *   pod stops counting within the staleness limit; a replica that shuts down removes its own at once.
+ */
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { describeFailure, withDeadline } from './api-errors.js';
+import type { CallHealth } from './call-health.js';
+import { LeaseElection } from './lease.js';
+import {
+  GROUP,
+  KIND,
+  PLURAL,
+  RESOURCE,
+  VERSION,
+  type GatewayConfigObject,
+  type ObjectReference,
+  type ReplicaEntry,
+} from './resource.js';
+import { statusMatches, summarize, truncate } from './status-summary.js';
+
+const STATUS_RESOURCE = `${RESOURCE}/status`;
+const LEASE_RESOURCE = 'leases.coordination.k8s.io';
+/** Field manager of the object-wide fields: the same for every holder, so a new one takes over cleanly. */
+export const SUMMARY_FIELD_MANAGER = 'llm-gateway-status';
+const CONSEQUENCE = 'the status is not updated meanwhile; serving is not affected';
+
+export interface StatusTiming {
+  /** How often the reporter wakes: Lease renewal, heartbeat due, holder's duties. */
+  tickMs: number;
+  /** How often a replica renews its entry's heartbeat. */
+  heartbeatMs: number;
+  /** An entry whose heartbeat is older than this belongs to a pod that is gone. */
+  staleMs: number;
+  leaseSeconds: number;
+  callDeadlineMs: number;
+}
+
+/** A gone pod stops counting within staleMs + tickMs (50 s). */
+export const DEFAULT_STATUS_TIMING: StatusTiming = {
+  tickMs: 5000,
+  heartbeatMs: 15_000,
+  staleMs: 45_000,
+  leaseSeconds: 15,
+  callDeadlineMs: 10_000,
+};
+
+/** The field manager of one replica's entry (at most 128 characters, as the API requires). */
+export function replicaFieldManager(pod: string): string {
+  return `llm-gateway/${pod}`.slice(0, 128);
+}
+
+export type ReplicaReport = Omit<ReplicaEntry, 'pod' | 'heartbeatTime'>;
+
+export class StatusReporter {
+  private readonly api: CustomObjectsApi;
+  private readonly election: LeaseElection;
+  private object: GatewayConfigObject | undefined;
+  private report: ReplicaReport = {};
+  /** The uid of the object the entry was last written to, and when. */
+  private writtenTo: string | undefined;
+  private writtenAt = 0;
+  private dirty = false;
+  private queued = false;
+  private tickDue = false;
+  private chain: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly reference: ObjectReference;
+  private readonly pod: string;
+  private readonly health: CallHealth;
+  private readonly timing: StatusTiming;
+
+  constructor(
+    kubeConfig: KubeConfig,
+    reference: ObjectReference,
+    pod: string,
+    health: CallHealth,
+    timing: StatusTiming = DEFAULT_STATUS_TIMING,
+  ) {
+    this.reference = reference;
+    this.pod = pod;
+    this.health = health;
+    this.timing = timing;
+    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.election = new LeaseElection(kubeConfig, {
+      namespace: reference.namespace,
+      name: `gatewayconfig-${reference.name}-status`.slice(0, 253),
+      identity: pod,
+      durationSeconds: timing.leaseSeconds,
+      callDeadlineMs: timing.callDeadlineMs,
+    });
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.schedule(true), this.timing.tickMs);
+    this.timer.unref();
+    this.schedule(true);
+  }
+
+  /** The object as the watch saw it last (undefined: deleted). */
+  observe(object: GatewayConfigObject | undefined): void {
+    this.object = object;
+    if (object !== undefined && object.metadata.uid !== this.writtenTo) this.dirty = true;
+    this.schedule(false);
+  }
+
+  /** What this replica now says about the object: written at once. */
+  update(report: ReplicaReport): void {
+    this.report = {
+      ...report,
+      ...(report.message === undefined ? {} : { message: truncate(report.message) }),
+    };
+    this.dirty = true;
+    this.schedule(false);
+  }
+
+  /** Removes this replica's entry and gives up the Lease; bounded by the call deadline. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.chain;
+    await Promise.allSettled([this.removeOwnEntry(), this.election.release()]);
+  }
+
+  /** Runs the reporter's work once at a time; calls made meanwhile coalesce into one more run. */
+  private schedule(tick: boolean): void {
+    this.tickDue ||= tick;
+    if (this.queued || this.stopped) return;
+    this.queued = true;
+    this.chain = this.chain.then(async () => {
+      this.queued = false;
+      const tickNow = this.tickDue;
+      this.tickDue = false;
+      await this.sync(tickNow);
+    });
+  }
+
+  private async sync(tick: boolean): Promise<void> {
+    if (this.stopped) return;
+    if (tick)
+      try {
+        await this.election.tick();
+        this.health.succeeded('update', LEASE_RESOURCE);
+      } catch (error) {
+        this.health.failed('update', LEASE_RESOURCE, describeFailure(error), CONSEQUENCE);
+      }
+    const object = this.object;
+    if (object === undefined || this.stopped) return;
+    const now = Date.now();
+    if (this.dirty || now - this.writtenAt >= this.timing.heartbeatMs) await this.writeEntry(object, now);
+    if (this.election.leader && !this.stopped) await this.writeSummary(object, now);
+  }
+
+  private async writeEntry(object: GatewayConfigObject, now: number): Promise<void> {
+    const entry: ReplicaEntry = {
+      pod: this.pod,
+      ...this.report,
+      heartbeatTime: new Date(now).toISOString().replace(/\.\d+Z$/, 'Z'),
+    };
+    this.dirty = false;
+    try {
+      await this.apply(object, { replicas: [entry] }, replicaFieldManager(this.pod));
+      this.writtenTo = object.metadata.uid;
+      this.writtenAt = now;
+      this.health.succeeded('patch', STATUS_RESOURCE);
+    } catch (error) {
+      this.dirty = true;
+      this.health.failed('patch', STATUS_RESOURCE, describeFailure(error), CONSEQUENCE);
+    }
+  }
+
+  private async writeSummary(object: GatewayConfigObject, now: number): Promise<void> {
+    const summary = summarize(object, now, this.timing.staleMs);
+    try {
+      if (!statusMatches(object, summary))
+        await this.apply(
+          object,
+          {
+            ...(summary.observedGeneration === undefined
+              ? {}
+              : { observedGeneration: summary.observedGeneration }),
+            serving: summary.serving,
+            conditions: summary.conditions,
+          },
+          SUMMARY_FIELD_MANAGER,
+        );
+      if (summary.stale.length > 0)
+        await this.removeEntries(
+          object,
+          summary.stale.map((e) => e.pod),
+        );
+      this.health.succeeded('patch', STATUS_RESOURCE);
+    } catch (error) {
+      this.health.failed('patch', STATUS_RESOURCE, describeFailure(error), CONSEQUENCE);
+    }
+  }
+
+  /** Server-side apply of part of the status, forced: each field has exactly one manager anyway. */
+  private async apply(object: GatewayConfigObject, status: object, fieldManager: string): Promise<void> {
+    await withDeadline(
+      this.api.patchNamespacedCustomObjectStatus(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace: this.reference.namespace,
+          plural: PLURAL,
+          name: this.reference.name,
+          fieldManager,
+          force: true,
+          body: {
+            apiVersion: `${GROUP}/${VERSION}`,
+            kind: KIND,
+            metadata: { name: object.metadata.name, uid: object.metadata.uid },
+            status,
+          },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+      ),
+      this.timing.callDeadlineMs,
+      'status apply',
+    );
+  }
+
+  /**
+   * Removes entries by pod name with one JSON patch: each removal is preceded by a test of the pod
+   * name at that index, so an entry that moved meanwhile makes the whole patch fail, never removes
+   * another replica's entry. Indexes descend, so a removal does not move the next one.
+   */
+  private async removeEntries(object: GatewayConfigObject, pods: readonly string[]): Promise<void> {
+    const entries = object.status?.replicas ?? [];
+    const operations: object[] = [];
+    for (let index = entries.length - 1; index >= 0; index--) {
+      const pod = entries[index]!.pod;
+      if (!pods.includes(pod)) continue;
+      operations.push(
+        { op: 'test', path: `/status/replicas/${index}/pod`, value: pod },
+        { op: 'remove', path: `/status/replicas/${index}` },
+      );
+    }
+    if (operations.length === 0) return;
+    try {
+      await withDeadline(
+        this.api.patchNamespacedCustomObjectStatus(
+          {
+            group: GROUP,
+            version: VERSION,
+            namespace: this.reference.namespace,
+            plural: PLURAL,
+            name: this.reference.name,
+            body: operations,
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        ),
+        this.timing.callDeadlineMs,
+        'status entry removal',
+      );
+    } catch (error) {
+      // A failed test (422) means the list moved: the next pass removes them from a fresh view.
+      if (describeFailure(error).status !== 422) throw error;
+    }
+  }
+
+  private async removeOwnEntry(): Promise<void> {
+    const object = this.object;
+    if (object === undefined || this.writtenTo !== object.metadata.uid) return;
+    try {
+      await this.removeEntries(object, [this.pod]);
+    } catch (error) {
+      this.health.failed(
+        'patch',
+        STATUS_RESOURCE,
+        describeFailure(error),
+        'this replica entry stays until it goes stale',
+      );
+    }
+  }
+}
