@@ -124,13 +124,14 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     if (!compiledNext.ok) {
       metrics.configReloads.inc({ result: 'failure' });
       metrics.configLastReloadSuccessful.set(0);
-      origin.rejected(change.document, compiledNext.issues);
+      const errors = origin.describeIssues(compiledNext.issues);
+      origin.rejected(change.document, errors);
       logger.error(
         {
           ...origin.logFields,
           ...origin.describe(change.document),
           changed: change.changed,
-          errors: compiledNext.issues.map(formatIssue),
+          errors,
         },
         runtime === undefined
           ? 'configuration rejected; not ready until a valid one loads'

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
-import type { ConfigIssue } from './issues.js';
+import { formatIssue, type ConfigIssue } from './issues.js';
 import { loadConfigFile, parseConfigText, sha256Hex } from './load.js';
 import type { ConfigOrigin } from './origin.js';
 import { resolveLoaded } from './secrets.js';
@@ -108,6 +108,7 @@ export async function openFileOrigin(
     startup: { ...startup, version: startup.hash },
     parse: (document) => parseConfigText(document.text, path),
     describe: (document) => ({ hash: document.version }),
+    describeIssues: (issues) => issues.map(formatIssue),
     applied: () => undefined,
     rejected: () => undefined,
     start: () => undefined,

@@ -5,7 +5,7 @@
  * `gateway validate` checks them, and the generated reference lists them.
  */
 import { z } from 'zod';
-import { GatewayConfigEnvelopeSchema, GatewayConfigSchema } from './schema/index.js';
+import { GatewayConfigEnvelopeSchema, GatewayConfigSchema, KUBERNETES_RULES_KEY } from './schema/index.js';
 
 /** A JSON Schema document as plain data. */
 export type JsonSchema = { [key: string]: unknown };
@@ -17,6 +17,8 @@ function generate(schema: z.ZodType): JsonSchema {
     override: ({ jsonSchema }) => {
       // z.int() states the safe-integer range on every integer; it is noise for configuration values.
       const node = jsonSchema as JsonSchema;
+      // The CEL rules are for the API server (`gateway crd`); JSON Schema states them in the docs.
+      delete node[KUBERNETES_RULES_KEY];
       if (node.type === 'integer') {
         if (node.minimum === Number.MIN_SAFE_INTEGER) delete node.minimum;
         if (node.maximum === Number.MAX_SAFE_INTEGER) delete node.maximum;

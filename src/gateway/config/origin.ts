@@ -33,8 +33,10 @@ export interface ConfigOrigin<D extends ConfigDocument = ConfigDocument> {
   describe(document: D): Record<string, unknown>;
   /** The document now serves. */
   applied(document: D): void;
-  /** The document was refused; the last good configuration keeps serving. */
-  rejected(document: D, issues: readonly ConfigIssue[]): void;
+  /** The issues of a refused document in words, each naming its field as this origin's users know it. */
+  describeIssues(issues: readonly ConfigIssue[]): string[];
+  /** The document was refused (`errors` as `describeIssues` put them); the last good configuration keeps serving. */
+  rejected(document: D, errors: readonly string[]): void;
   /** Starts what the origin runs beside the watcher (resource mode: the watch and the status). */
   start(): void;
   /** Stops it; resolves once what must be said before exit (the status entry's removal) is said. */

@@ -1,12 +1,17 @@
 /**
- * Logs the health of each kind of Kubernetes API call (a verb on a resource) once per change of
- * state: a warning when it starts failing or fails differently, an info line when it works again.
- * Resource mode retries failed calls for as long as it runs, so a line per failure would flood the log.
+ * Logs the health of resource mode's Kubernetes API calls once per change of state, not once per
+ * retry (resource mode retries failed calls for as long as it runs). An API server that cannot be
+ * reached is one state whatever the call (one warning, one line when it answers again); a refusal
+ * (403, 401, another status) is a state of its verb on its resource, since each names a permission
+ * or a problem of its own.
  */
 import type { Logger } from '../telemetry/logger.js';
 import type { CallFailure } from './api-errors.js';
 
+const UNREACHABLE = 'unreachable';
+
 export class CallHealth {
+  /** State key (`unreachable`, or `verb resource`) -> how it fails. */
   private readonly failing = new Map<string, string>();
   private readonly logger: Logger;
   private readonly fields: Readonly<Record<string, string>>;
@@ -18,7 +23,7 @@ export class CallHealth {
 
   /** `consequence` says what the gateway does meanwhile, e.g. "still serving ...". */
   failed(verb: string, resource: string, failure: CallFailure, consequence: string): void {
-    const key = `${verb} ${resource}`;
+    const key = failure.kind === 'unreachable' ? UNREACHABLE : `${verb} ${resource}`;
     const state = `${failure.kind} ${failure.status ?? ''}`;
     if (this.failing.get(key) === state) return;
     this.failing.set(key, state);
@@ -30,6 +35,12 @@ export class CallHealth {
       reason: failure.reason,
     };
     switch (failure.kind) {
+      case 'unreachable':
+        this.logger.warn(
+          fields,
+          `the Kubernetes API server cannot be reached (${verb} ${resource}); ${consequence}`,
+        );
+        return;
       case 'forbidden':
         this.logger.warn(
           fields,
@@ -42,12 +53,6 @@ export class CallHealth {
           `the Kubernetes API did not accept the credentials for ${verb} on ${resource} (401 Unauthorized); ${consequence}`,
         );
         return;
-      case 'unreachable':
-        this.logger.warn(
-          fields,
-          `the Kubernetes API server cannot be reached (${verb} ${resource}); ${consequence}`,
-        );
-        return;
       default:
         this.logger.warn(
           fields,
@@ -57,8 +62,12 @@ export class CallHealth {
   }
 
   succeeded(verb: string, resource: string): void {
-    const key = `${verb} ${resource}`;
-    if (this.failing.delete(key))
+    if (this.failing.delete(UNREACHABLE))
+      this.logger.info(
+        { ...this.fields, verb, apiResource: resource },
+        'the Kubernetes API server answers again',
+      );
+    if (this.failing.delete(`${verb} ${resource}`))
       this.logger.info(
         { ...this.fields, verb, apiResource: resource },
         `the Kubernetes API answers ${verb} on ${resource} again`,

@@ -56,21 +56,16 @@ export function documentOf(object: GatewayConfigObject): ResourceDocument {
   return { version: `${uid}:${generation}:${hash}`, uid, generation, hash, spec: object.spec };
 }
 
-/** Validates the spec; paths are the object's (`spec.targets...`), as `kubectl` names fields. */
+/** Validates the spec. */
 export function parseSpec(document: ResourceDocument): ConfigResult {
   if (document.spec === undefined || document.spec === null)
-    return { ok: false, issues: [{ path: 'spec', message: 'the object has no spec' }] };
-  const result = parseConfigValue(document.spec, document.hash);
-  if (result.ok) return result;
-  return {
-    ok: false,
-    issues: result.issues.map((issue) => ({ ...issue, path: `spec${issue.path.slice(1)}` })),
-  };
+    return { ok: false, issues: [{ path: '$', message: 'the object has no `spec`' }] };
+  return parseConfigValue(document.spec, document.hash);
 }
 
-/** The issues of a refused generation, in one line for the status (each names its field). */
-export function refusalMessage(issues: readonly ConfigIssue[]): string {
-  return truncate(issues.map(formatIssue).join('; '));
+/** Issues with the object's paths (`spec.targets...`), as `kubectl` names fields. */
+export function describeSpecIssues(issues: readonly ConfigIssue[]): string[] {
+  return issues.map((issue) => formatIssue({ ...issue, path: `spec${issue.path.slice(1)}` }));
 }
 
 export async function openResourceOrigin(deps: ResourceOriginDeps): Promise<ConfigOrigin<ResourceDocument>> {
@@ -143,6 +138,7 @@ export async function openResourceOrigin(deps: ResourceOriginDeps): Promise<Conf
     source: { read: () => Promise.resolve(latest) },
     startup: undefined,
     parse: parseSpec,
+    describeIssues: describeSpecIssues,
     describe: (document) => ({ generation: document.generation, hash: document.hash }),
     applied: (document) => {
       refused = undefined;
@@ -153,8 +149,8 @@ export async function openResourceOrigin(deps: ResourceOriginDeps): Promise<Conf
         servedGeneration: document.generation,
       });
     },
-    rejected: (document, issues) => {
-      const message = refusalMessage(issues);
+    rejected: (document, errors) => {
+      const message = truncate(errors.join('; '));
       if (!lifecycle.ready) refused = `generation ${document.generation} of ${where} is refused: ${message}`;
       status.update({
         observedGeneration: document.generation,
