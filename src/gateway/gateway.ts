@@ -1,6 +1,5 @@
 import { compileRuntime, type CompiledTable } from './runtime/compile.js';
 import { ConfigLoadError, openFileOrigin } from './config/file-origin.js';
-import { formatIssue } from './config/issues.js';
 import type { ConfigOrigin } from './config/origin.js';
 import { resolveLoaded, type SecretReferences } from './config/secrets.js';
 import { ConfigWatcher, type ConfigChange, type ConfigDocument } from './config/watch.js';

@@ -19,6 +19,19 @@ import {
 import { buildValuesSchema } from './values-schema.ts';
 
 export const SCHEMA_FILE = join(CHART, 'values.schema.json');
+/** The GatewayConfig CustomResourceDefinition the chart installs (helm's crds/ directory). */
+export const CRD_FILE = join(CHART, 'crds/gatewayconfigs.llm-gateway.dev.yaml');
+
+/** `gateway crd`, the one source of the chart's CRD. */
+export function expectedCrdText(): string {
+  const result = spawnSync(process.execPath, [join(ROOT, 'bin/gateway.js'), 'crd'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  if (result.status !== 0)
+    throw new Error(`gateway crd failed (is dist/ built? run \`make build\`):\n${result.stderr}`);
+  return result.stdout;
+}
 
 export function gatewayConfigSchema(): Record<string, unknown> {
   const result = spawnSync(process.execPath, [join(ROOT, 'bin/gateway.js'), 'schema'], {

@@ -20,6 +20,9 @@ import { validate as validateDeployment } from 'kubernetes-models/_schemas/IoK8s
 import { validate as validateHpa } from 'kubernetes-models/_schemas/IoK8sApiAutoscalingV2HorizontalPodAutoscaler';
 import { validate as validateNetworkPolicy } from 'kubernetes-models/_schemas/IoK8sApiNetworkingV1NetworkPolicy';
 import { validate as validatePdb } from 'kubernetes-models/_schemas/IoK8sApiPolicyV1PodDisruptionBudget';
+import { validate as validateRole } from 'kubernetes-models/_schemas/IoK8sApiRbacV1Role';
+import { validate as validateRoleBinding } from 'kubernetes-models/_schemas/IoK8sApiRbacV1RoleBinding';
+import { parseConfigValue } from '../../src/gateway/config/load.js';
 import { validateCustomResource } from './crd-validate.ts';
 
 interface AjvError {
@@ -40,7 +43,12 @@ const VALIDATORS: Record<string, Validator> = {
   'autoscaling/v2/HorizontalPodAutoscaler': validateHpa as Validator,
   'networking.k8s.io/v1/NetworkPolicy': validateNetworkPolicy as Validator,
   'policy/v1/PodDisruptionBudget': validatePdb as Validator,
+  'rbac.authorization.k8s.io/v1/Role': validateRole as Validator,
+  'rbac.authorization.k8s.io/v1/RoleBinding': validateRoleBinding as Validator,
 };
+
+/** The gateway's own kind: its spec is checked by the gateway's configuration schema itself. */
+const GATEWAY_CONFIG = 'llm-gateway.dev/v1alpha1/GatewayConfig';
 
 /** Kinds outside the core API (Prometheus Operator CRDs): checked against the CRDs' schemas. */
 export const CUSTOM_KINDS = new Set([
@@ -122,15 +130,24 @@ function validateWith(validate: Validator, data: unknown): ValidationProblem[] {
  */
 export function validateObject(object: { apiVersion?: unknown; kind?: unknown }): ValidationProblem[] {
   const key = `${String(object.apiVersion)}/${String(object.kind)}`;
-  if (CUSTOM_KINDS.has(key)) {
-    const metadata = (object as { metadata?: unknown }).metadata;
+  if (CUSTOM_KINDS.has(key) || key === GATEWAY_CONFIG) {
+    const { metadata, spec, ...rest } = object as { metadata?: unknown; spec?: unknown };
     // ObjectMeta through a ConfigMap that holds nothing else (kubernetes-models exports no
     // standalone ObjectMeta validator).
-    return [
-      ...(metadata === undefined
+    const metadataProblems =
+      metadata === undefined
         ? [{ path: '/metadata', message: 'required' }]
-        : validateWith(validateConfigMap as Validator, { apiVersion: 'v1', kind: 'ConfigMap', metadata })),
-      ...validateCustomResource(object),
+        : validateWith(validateConfigMap as Validator, { apiVersion: 'v1', kind: 'ConfigMap', metadata });
+    if (key !== GATEWAY_CONFIG) return [...metadataProblems, ...validateCustomResource(object)];
+    const parsed = parseConfigValue(spec, '');
+    return [
+      ...metadataProblems,
+      ...Object.keys(rest)
+        .filter((field) => field !== 'apiVersion' && field !== 'kind')
+        .map((field) => ({ path: `/${field}`, message: 'unknown field' })),
+      ...(parsed.ok
+        ? []
+        : parsed.issues.map((issue) => ({ path: `/spec${issue.path.slice(1)}`, message: issue.message }))),
     ];
   }
   const validate = VALIDATORS[key];

@@ -1,12 +1,15 @@
 /**
- * `make chart-golden`: rewrites charts/gateway/values.schema.json, the golden renders in
+ * `make chart-golden`: rewrites charts/gateway/values.schema.json, the CustomResourceDefinition in
+ * charts/gateway/crds/ (`gateway crd`), the golden renders in
  * charts/gateway/tests/golden/ and the plain manifests in manifests/rendered/. The schema comes
  * first: helm validates every render against it.
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import {
+  CRD_FILE,
   SCHEMA_FILE,
+  expectedCrdText,
   expectedSchemaText,
   goldenFile,
   goldenText,
@@ -22,6 +25,7 @@ const write = (file: string, text: string): void => {
 };
 
 write(SCHEMA_FILE, await expectedSchemaText());
+write(CRD_FILE, expectedCrdText());
 
 // Start from empty directories so a removed scenario leaves no orphan behind.
 for (const dir of [GOLDEN_DIR, MANIFEST_RENDERED_DIR]) {

@@ -69,6 +69,8 @@ interface DeploymentSpec {
 }
 
 const cases = ciCases();
+/** Scenarios whose configuration is a file (every one but resource mode's). */
+const fileCases = cases.filter((c) => c.name !== 'resource');
 const rendered = new Map<string, { text: string; objects: K8sObject[] }>();
 
 beforeAll(() => {
@@ -113,7 +115,7 @@ const configMapData = (objects: K8sObject[], name: string): Record<string, strin
 describe('CI scenarios', () => {
   it('exist and cover the optional features', () => {
     expect(cases.map((c) => c.name)).toEqual(
-      expect.arrayContaining(['autoscaling', 'customized', 'default', 'production', 'simulator']),
+      expect.arrayContaining(['autoscaling', 'customized', 'default', 'production', 'resource', 'simulator']),
     );
   });
 
@@ -163,7 +165,10 @@ describe('restricted pod security', () => {
       expect(spec.securityContext?.runAsUser, where).toBe(65532);
       expect(spec.securityContext?.runAsGroup, where).toBe(65532);
       expect(spec.securityContext?.seccompProfile, where).toEqual({ type: 'RuntimeDefault' });
-      expect(spec.automountServiceAccountToken, where).toBe(false);
+      // Only resource mode's gateway calls the Kubernetes API, with the token.
+      expect(spec.automountServiceAccountToken, where).toBe(
+        name === 'resource' && where.startsWith('Deployment'),
+      );
       expect(spec.enableServiceLinks, where).toBe(false);
       expect([spec.hostNetwork, spec.hostPID, spec.hostIPC].filter(Boolean), where).toEqual([]);
       expect(
@@ -200,7 +205,7 @@ describe('configuration mount and live reload', () => {
     }
   });
 
-  it.each(cases)(
+  it.each(fileCases)(
     '$name: the config volume is mounted as a directory and --targets points into it',
     ({ name }) => {
       const spec = deploymentOf(objectsOf(name)).template.spec;
@@ -243,7 +248,7 @@ describe('configuration mount and live reload', () => {
     );
   });
 
-  it.each(cases)('$name: a chart-managed configuration is accepted by the gateway loader', ({ name }) => {
+  it.each(fileCases)('$name: a chart-managed configuration is accepted by the gateway loader', ({ name }) => {
     const objects = objectsOf(name);
     const deployment = deploymentOf(objects);
     const volume = deployment.template.spec.volumes?.find((v) => v.name === 'config') as {
@@ -264,6 +269,100 @@ describe('configuration mount and live reload', () => {
       metadata: { name: 'gateway', namespace: 'llm-gateway' },
       spec: { targets: { llama: { url: 'http://vllm.inference.svc.cluster.local:8000/v1' } } },
     });
+  });
+});
+
+describe('configuration from the Kubernetes API (config.source resource)', () => {
+  const resource = (): K8sObject[] => objectsOf('resource');
+  const RESOURCE_VALUES = ['charts/gateway/ci/resource-values.yaml'];
+
+  it('renders the GatewayConfig object from config.spec, keys moved into the Secret, and no ConfigMap', () => {
+    const object = findObject(resource(), 'GatewayConfig', 'gateway');
+    expect(object).toMatchObject({
+      apiVersion: 'llm-gateway.dev/v1alpha1',
+      metadata: { namespace: 'llm-gateway' },
+    });
+    const spec = object!.spec as { auth: { key_definitions: Record<string, { key: unknown }> } };
+    expect(spec.auth.key_definitions['team-a']!.key).toMatchObject({
+      from_file: expect.stringMatching(/^\/etc\/gateway-keys\//),
+    });
+    expect(JSON.stringify(object)).not.toContain('sk-team-a-example-key');
+    expect(resource().filter((o) => o.kind === 'ConfigMap')).toEqual([]);
+  });
+
+  it('passes --config-resource with the pod name, mounts the token and no configuration volume', () => {
+    const spec = deploymentOf(resource()).template.spec;
+    const gateway = gatewayContainer(spec);
+    expect(flag(gateway, 'config-resource')).toBe('llm-gateway/gateway');
+    expect(flag(gateway, 'targets')).toBeUndefined();
+    expect(spec.automountServiceAccountToken).toBe(true);
+    expect(spec.volumes?.some((v) => v.name === 'config')).toBe(false);
+    expect((gateway as { env?: unknown[] }).env).toContainEqual({
+      name: 'GATEWAY_POD_NAME',
+      valueFrom: { fieldRef: { fieldPath: 'metadata.name' } },
+    });
+  });
+
+  it('grants exactly get, list and watch on the object, patch on its status, and the status Lease', () => {
+    const role = findObject(resource(), 'Role', 'gateway');
+    expect(role?.rules).toEqual([
+      {
+        apiGroups: ['llm-gateway.dev'],
+        resources: ['gatewayconfigs'],
+        resourceNames: ['gateway'],
+        verbs: ['get', 'list', 'watch'],
+      },
+      {
+        apiGroups: ['llm-gateway.dev'],
+        resources: ['gatewayconfigs/status'],
+        resourceNames: ['gateway'],
+        verbs: ['patch'],
+      },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['gatewayconfig-gateway-status'],
+        verbs: ['get', 'update'],
+      },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    ]);
+    expect(findObject(resource(), 'RoleBinding', 'gateway')).toMatchObject({
+      roleRef: { kind: 'Role', name: 'gateway' },
+      subjects: [{ kind: 'ServiceAccount', name: 'gateway', namespace: 'llm-gateway' }],
+    });
+    for (const { name } of fileCases) expect(findObject(objectsOf(name), 'Role'), name).toBeUndefined();
+  });
+
+  it('a change of config.spec changes the object, never the pod template', () => {
+    const changed = render({
+      valuesFiles: RESOURCE_VALUES,
+      setJson: { config: { spec: { targets: { other: { url: 'http://other.example:8000/v1' } } } } },
+    });
+    expect(findObject(changed, 'GatewayConfig')?.spec).not.toEqual(
+      findObject(resource(), 'GatewayConfig')?.spec,
+    );
+    expect(deploymentOf(changed).template).toEqual(deploymentOf(resource()).template);
+  });
+
+  it('refuses config.rolloutOnChange and an external ConfigMap in resource mode', () => {
+    const rollout = template({
+      valuesFiles: RESOURCE_VALUES,
+      setJson: { config: { rolloutOnChange: true } },
+    });
+    expect(rollout.status).not.toBe(0);
+    expect(rollout.stderr).toContain('config.rolloutOnChange does not apply to config.source resource');
+    const external = template({
+      valuesFiles: RESOURCE_VALUES,
+      setJson: { config: { existingConfigMap: 'mine' } },
+    });
+    expect(external.status).not.toBe(0);
+    expect(external.stderr).toContain('only apply to config.source file');
+  });
+
+  it('its NOTES say how to read the status', () => {
+    const notes = renderNotes(RESOURCE_VALUES);
+    expect(notes).toContain('kubectl -n llm-gateway get gatewayconfig gateway');
+    expect(notes).not.toContain('ConfigMap gateway');
   });
 });
 

@@ -125,6 +125,7 @@ function chartValues(): Schema {
     terminationGraceMarginSeconds: int(0),
     preStopSleepSeconds: int(0),
     config: strict({
+      source: str({ enum: ['file', 'resource'] }),
       spec: {
         $ref: '#/$defs/ChartGatewayConfig',
         description: 'The gateway configuration (docs/configuration.md).',
@@ -297,10 +298,12 @@ export function buildValuesSchema(gatewaySchema: Schema): Schema {
   if (!defs || !gatewayConfig) throw new Error('gateway schema: no $defs.GatewayConfig');
   // The chart adds the simulator's aliases to `targets` and checks that some alias exists when it
   // renders, so in values `targets` may be empty or absent.
-  const { required: _required, ...chartGatewayConfig } = gatewayConfig;
+  const { required: _required, properties, ...chartGatewayConfig } = gatewayConfig;
+  const { minProperties: _minProperties, ...targets } = (properties as Record<string, Schema>).targets!;
   const chartDefs = {
     ChartGatewayConfig: {
       ...chartGatewayConfig,
+      properties: { ...(properties as Record<string, Schema>), targets },
       title: 'Gateway configuration (config.spec)',
     },
     ...reachableDefs(defs, gatewayConfig),

@@ -287,6 +287,19 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- end }}
 {{- end }}
 
+{{/* "true" when the gateway reads a GatewayConfig object through the Kubernetes API (config.source resource). */}}
+{{- define "gateway.resourceMode" -}}
+{{- if eq .Values.config.source "resource" }}true{{- end }}
+{{- end }}
+
+{{/* The GatewayConfig object's name in resource mode, and the Lease its replicas elect a status writer with. */}}
+{{- define "gateway.configResourceName" -}}
+{{- include "gateway.fullname" . }}
+{{- end }}
+{{- define "gateway.statusLeaseName" -}}
+{{- printf "gatewayconfig-%s-status" (include "gateway.configResourceName" .) }}
+{{- end }}
+
 {{- define "gateway.externalConfig" -}}
 {{- if or .Values.config.existingConfigMap .Values.config.existingSecret }}true{{- end }}
 {{- end }}
@@ -298,6 +311,12 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- end }}
 {{- if and .Values.config.existingConfigMap .Values.config.existingSecret }}
 {{- fail "config.existingConfigMap and config.existingSecret are mutually exclusive" }}
+{{- end }}
+{{- if and (include "gateway.resourceMode" .) (include "gateway.externalConfig" .) }}
+{{- fail "config.source resource renders the GatewayConfig object from config.spec: config.existingConfigMap and config.existingSecret only apply to config.source file" }}
+{{- end }}
+{{- if and (include "gateway.resourceMode" .) .Values.config.rolloutOnChange }}
+{{- fail "config.rolloutOnChange does not apply to config.source resource: a change of config.spec changes the GatewayConfig object, which every replica serves within a second, and never rolls the pods" }}
 {{- end }}
 {{- if and (include "gateway.externalConfig" .) .Values.config.rolloutOnChange }}
 {{- fail "config.rolloutOnChange needs the chart-managed ConfigMap: the chart cannot checksum config.existingConfigMap or config.existingSecret" }}

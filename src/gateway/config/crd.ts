@@ -6,12 +6,13 @@
  * - references are inlined; titles and defaults are left out (the gateway applies its defaults, the
  *   stored object stays as written); `const` becomes a one-value `enum`;
  * - `uniqueItems` becomes `x-kubernetes-list-type: set` (the API server refuses duplicates);
- * - map key rules (`propertyNames`) become CEL rules on the map;
+ * - map key rules (`propertyNames`) are left to the process: a CEL rule over every key of a map
+ *   without bounds costs more than the API server allows;
  * - the cross-field rules the schema files attach (`kubernetesRules`) go into
  *   `x-kubernetes-validations` of their object, in place of editor-only alternatives (`anyOf`);
  * - a field that takes values of several types (a key: a string or a secret reference; `aimd`:
  *   `false` or an object) cannot be typed in a structural schema: it keeps any value
- *   (`x-kubernetes-preserve-unknown-fields`), and the process checks it (`processOnlyFields`);
+ *   (`x-kubernetes-preserve-unknown-fields`), and only the process checks it (`untypedFields`);
  * - a field that is never valid where it appears (`strict_mode` inside a target) is left out, so the
  *   API server refuses it as an unknown field.
  *
@@ -81,8 +82,9 @@ function stripTitles(branch: unknown): unknown {
 
 interface Conversion {
   readonly definitions: Record<string, Schema>;
-  /** Paths (`spec.targets.*.keys[*]`) of fields the API server cannot check. */
-  readonly processOnly: string[];
+  /** Paths (`spec.targets.*.keys[*]`) of fields whose values the API server cannot type. */
+  readonly untyped: string[];
+  readonly rules: { path: string; rule: KubernetesRule }[];
 }
 
 function resolveReference(node: Schema, conversion: Conversion): Schema {
@@ -108,7 +110,7 @@ function isTypeUnion(node: Schema): boolean {
 function convert(input: Schema, path: string, conversion: Conversion): Schema | undefined {
   const node = resolveReference(input, conversion);
   if (isTypeUnion(node)) {
-    conversion.processOnly.push(path);
+    if (!conversion.untyped.includes(path)) conversion.untyped.push(path);
     return {
       ...(node.description === undefined ? {} : { description: node.description }),
       'x-kubernetes-preserve-unknown-fields': true,
@@ -133,7 +135,7 @@ function convert(input: Schema, path: string, conversion: Conversion): Schema | 
     } else if (key === 'propertyNames') {
       // Checking every key of a map in CEL costs the map's size times the key's length on every
       // apply, beyond the API server's budget for maps without bounds: the process checks keys.
-      conversion.processOnly.push(`${path} (keys)`);
+      continue;
     } else if (key === 'properties') {
       const properties: Record<string, Schema> = {};
       for (const [name, property] of Object.entries(value as Record<string, Schema>)) {
@@ -154,7 +156,11 @@ function convert(input: Schema, path: string, conversion: Conversion): Schema | 
     out.additionalProperties = convert(additional as Schema, `${path}.*`, conversion) ?? {};
   if (out['x-kubernetes-list-type'] === 'set' && !isScalarType((out.items as Schema | undefined)?.type))
     throw new Error(`crd: ${path}: unique items of a non-scalar type`);
-  if (rules.length > 0) out[KUBERNETES_RULES_KEY] = rules;
+  if (rules.length > 0) {
+    out[KUBERNETES_RULES_KEY] = rules;
+    for (const rule of rules)
+      if (!conversion.rules.some((seen) => seen.rule === rule)) conversion.rules.push({ path, rule });
+  }
   return out;
 }
 
@@ -176,7 +182,10 @@ function openApiSchema(): { root: Schema; definitions: Record<string, Schema> } 
 
 export interface GeneratedSpecSchema {
   readonly schema: Schema;
-  readonly processOnly: readonly string[];
+  /** Fields whose values the API server keeps without checking them (several types allowed). */
+  readonly untypedFields: readonly string[];
+  /** The CEL rules, by the path of the object they are on. */
+  readonly rules: readonly { path: string; rule: KubernetesRule }[];
 }
 
 let generatedSpec: GeneratedSpecSchema | undefined;
@@ -185,9 +194,9 @@ let generatedSpec: GeneratedSpecSchema | undefined;
 export function specSchema(): GeneratedSpecSchema {
   if (generatedSpec === undefined) {
     const { root, definitions } = openApiSchema();
-    const conversion: Conversion = { definitions, processOnly: [] };
+    const conversion: Conversion = { definitions, untyped: [], rules: [] };
     const schema = convert(root, 'spec', conversion)!;
-    generatedSpec = { schema, processOnly: conversion.processOnly };
+    generatedSpec = { schema, untypedFields: conversion.untyped, rules: conversion.rules };
   }
   return generatedSpec;
 }

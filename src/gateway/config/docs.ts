@@ -1,7 +1,8 @@
 /**
  * The Markdown field reference (docs/configuration.md), generated from the JSON Schema so it cannot
  * drift from the validator: every object, every field with its type, requiredness, default and
- * description, then the cross-field rules, the share-controller defaults and the parameter catalog.
+ * description, then the cross-field rules, what the Kubernetes API server checks of a GatewayConfig
+ * object, the share-controller defaults and the parameter catalog.
  * The output is a pure function of the schema (no dates, stable order), so a staleness check can
  * diff it against the committed file.
  */
@@ -10,6 +11,7 @@ import {
   UNSUPPORTED_PARAM_NAMES,
   UNSUPPORTED_PARAMS_CATALOG,
 } from '../strict/unsupported-params-catalog.js';
+import { specSchema } from './crd.js';
 import { configFileJsonSchema, type JsonSchema } from './json-schema.js';
 import {
   AIMD_DEFAULTS,
@@ -18,6 +20,27 @@ import {
   ENVELOPE_API_VERSION,
   ENVELOPE_KIND,
 } from './schema/index.js';
+
+const RESOURCE_TITLE = 'In a GatewayConfig object';
+const API_SERVER_MARK = '*(also checked by the Kubernetes API server)*';
+
+/** What the API server checks of a GatewayConfig object (resource mode), and what only the gateway can. */
+function resourceSection(): string[] {
+  const { untypedFields } = specSchema();
+  return [
+    `## ${RESOURCE_TITLE}`,
+    '',
+    `With \`--config-resource NAMESPACE/NAME\` the configuration is the \`spec\` of a ${ENVELOPE_KIND} object (\`apiVersion: ${ENVELOPE_API_VERSION}\`), and locations start with \`spec\`. The Kubernetes API server checks the object when it is applied, against the CustomResourceDefinition that \`gateway crd\` prints (the chart installs it): field types, ranges, patterns and enums, required fields, unknown fields (\`kubectl apply\` refuses them: its field validation is strict by default), and the cross-field rules marked ${API_SERVER_MARK} above. A refused object is never stored, and the gateway never sees it.`,
+    '',
+    "Only the gateway checks the rest. It refuses a generation that breaks one of these, keeps serving the last good configuration and says why in the object's status (condition `Accepted` `False`, naming the field and the rule):",
+    '',
+    '- the cross-field rules above without the mark;',
+    '- checks of a value beyond its type, range, pattern or enum: a URL without a query string or fragment, a key file that exists and can be read, a variable that is set;',
+    '- the keys of maps (aliases, header names, labels, account names): a rule over every key of a map costs more than the API server allows;',
+    `- fields that take values of more than one type, which a CustomResourceDefinition cannot describe: the API server stores any value there. They are ${untypedFields.map(code).join(', ')} (\`*\`: any key or item).`,
+    '',
+  ];
+}
 
 /** Reading order of the sections; definitions not listed here follow in schema order. */
 const SECTION_ORDER = [
@@ -336,6 +359,7 @@ export function renderConfigReference(): string {
     '',
     ...order.map((name) => `- [${renderer.titleOf(name)}](#${slug(renderer.titleOf(name))})`),
     '- [Cross-field rules](#cross-field-rules)',
+    `- [${RESOURCE_TITLE}](#${slug(RESOURCE_TITLE)})`,
     '- [AIMD defaults](#aimd-defaults)',
     `- [${CATALOG_TITLE}](#${slug(CATALOG_TITLE)})`,
     '',
@@ -346,9 +370,11 @@ export function renderConfigReference(): string {
     '',
     'Checked by the loader and `gateway validate` in addition to the field types above (the JSON Schema cannot express them).',
     '',
-    ...CROSS_FIELD_RULES.map((rule, index) => `${index + 1}. ${rule}`),
+    ...CROSS_FIELD_RULES.map(
+      (rule, index) => `${index + 1}. ${rule.text}${rule.apiServer ? ` ${API_SERVER_MARK}` : ''}`,
+    ),
     '',
   );
-  lines.push(...aimdSection(), ...catalogSection());
+  lines.push(...resourceSection(), ...aimdSection(), ...catalogSection());
   return `${lines.join('\n').trimEnd()}\n`;
 }
