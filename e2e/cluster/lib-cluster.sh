@@ -394,16 +394,7 @@ cmd_up() {
   log "etcd ready"
 
   local p=$D/pki
-  rk_start kube-apiserver "$RK_BIN/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 0.0.0.0 --secure-port "$API_PORT" --advertise-address "$NODE_IP" \
-    --client-ca-file "$p/ca.crt" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
-    --kubelet-client-certificate "$p/admin.crt" --kubelet-client-key "$p/admin.key" \
-    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-cluster-ip-range "$SVC_CIDR" --authorization-mode Node,RBAC \
-    --allow-privileged=true --enable-admission-plugins NodeRestriction --profiling=false \
-    --kubelet-preferred-address-types InternalIP,Hostname --v=1
+  rk_start_apiserver
   rk_wait kube-apiserver 60 KC get --raw /readyz || { rk_check_proc kube-apiserver; die "kube-apiserver not ready in 60s"; }
   log "kube-apiserver ready (https://127.0.0.1:$API_PORT)"
 
@@ -447,6 +438,45 @@ cmd_up() {
   log "cluster up: kubernetes $K8S_VERSION, node $NODE, pods $POD_CIDR, services $SVC_CIDR, dns $DNS_IP"
   echo "export KUBECONFIG=$D/kubeconfig"
   echo "export PATH=$RK_BIN:\$PATH   # kubectl $K8S_VERSION"
+}
+
+# ---------------------------------------------------------------- the API server alone
+rk_start_apiserver() {
+  local p=$D/pki
+  rk_start kube-apiserver "$RK_BIN/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+    --bind-address 0.0.0.0 --secure-port "$API_PORT" --advertise-address "$NODE_IP" \
+    --client-ca-file "$p/ca.crt" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+    --kubelet-client-certificate "$p/admin.crt" --kubelet-client-key "$p/admin.key" \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range "$SVC_CIDR" --authorization-mode Node,RBAC \
+    --allow-privileged=true --enable-admission-plugins NodeRestriction --profiling=false \
+    --kubelet-preferred-address-types InternalIP,Hostname --v=1
+}
+
+# Stops or starts the API server alone (the rest of the cluster keeps running): the suite's test of
+# clients that must ride out an API server outage.
+cmd_apiserver() {
+  need_root
+  [[ -f $D/net-up ]] || die "no cluster is up in $D"
+  case ${1:-} in
+    stop)
+      rk_stop kube-apiserver 10
+      log "kube-apiserver stopped"
+      ;;
+    start)
+      if [[ -f $D/pids/kube-apiserver.pid ]] && rk_pid_alive "$(<"$D/pids/kube-apiserver.pid")"; then
+        log "kube-apiserver already running"; return 0
+      fi
+      # The first process's log is kept (rk_start truncates the log it writes to).
+      mv "$D/logs/kube-apiserver.log" "$D/logs/kube-apiserver.log.1" 2>/dev/null || true
+      rk_start_apiserver
+      rk_wait kube-apiserver 60 KC get --raw /readyz || { rk_check_proc kube-apiserver; die "kube-apiserver not ready in 60s"; }
+      log "kube-apiserver ready again (https://127.0.0.1:$API_PORT)"
+      ;;
+    *) die "usage: apiserver stop|start" ;;
+  esac
 }
 
 # ---------------------------------------------------------------- down

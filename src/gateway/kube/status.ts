@@ -12,6 +12,8 @@
  *   overwrite each other back and forth; the Lease hands the job over when its holder goes.
  * - The holder also removes the entries whose heartbeat stopped (their pods are gone), so a gone
  *   pod stops counting within the staleness limit; a replica that shuts down removes its own at once.
+ *   After an outage of the API server every heartbeat is old: entries are judged again only once
+ *   the holder has reached the API server for a whole staleness limit, time for the others to renew.
  */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { describeFailure, withDeadline } from './api-errors.js';
@@ -76,6 +78,10 @@ export class StatusReporter {
   private chain: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Since when the status writes have succeeded without a failure in between (0: failing). */
+  private reachableSince = 0;
+  /** A status write has failed since the process started (the API server went away, say). */
+  private hasFailed = false;
   private readonly reference: ObjectReference;
   private readonly pod: string;
   private readonly health: CallHealth;
@@ -173,15 +179,20 @@ export class StatusReporter {
       await this.apply(object, { replicas: [entry] }, replicaFieldManager(this.pod));
       this.writtenTo = object.metadata.uid;
       this.writtenAt = now;
+      if (this.reachableSince === 0) this.reachableSince = now;
       this.health.succeeded('patch', STATUS_RESOURCE);
     } catch (error) {
       this.dirty = true;
+      this.reachableSince = 0;
+      this.hasFailed = true;
       this.health.failed('patch', STATUS_RESOURCE, describeFailure(error), CONSEQUENCE);
     }
   }
 
   private async writeSummary(object: GatewayConfigObject, now: number): Promise<void> {
-    const summary = summarize(object, now, this.timing.staleMs);
+    if (this.reachableSince === 0) return;
+    const judged = !this.hasFailed || now - this.reachableSince >= this.timing.staleMs;
+    const summary = summarize(object, now, judged ? this.timing.staleMs : Number.POSITIVE_INFINITY);
     try {
       if (!statusMatches(object, summary))
         await this.apply(

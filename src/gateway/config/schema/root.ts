@@ -182,20 +182,62 @@ export interface CrossFieldRule {
  * rule changes.
  */
 export const CROSS_FIELD_RULES: readonly CrossFieldRule[] = Object.freeze([
-  { text: '`strict_mode` is global: it is only valid at the root of the configuration, not inside a target or provider entry.', apiServer: true },
-  { text: 'A target has either `url` (single-provider target) or `providers` (pool), not both and not neither.', apiServer: true },
+  {
+    text: '`strict_mode` is global: it is only valid at the root of the configuration, not inside a target or provider entry.',
+    apiServer: true,
+  },
+  {
+    text: 'A target has either `url` (single-provider target) or `providers` (pool), not both and not neither.',
+    apiServer: true,
+  },
   { text: '`strategy`, `fallback` and `outlier_detection` are only valid on a pool.', apiServer: true },
-  { text: '`propagate_trace_context` is not valid on the top level of a pool; set it on each provider entry.', apiServer: true },
-  { text: 'Provider identities (`name`, or `url` when no name is given) are unique within a pool.', apiServer: false },
+  {
+    text: '`propagate_trace_context` is not valid on the top level of a pool; set it on each provider entry.',
+    apiServer: true,
+  },
+  {
+    text: 'Provider identities (`name`, or `url` when no name is given) are unique within a pool.',
+    apiServer: false,
+  },
   { text: '`fallback.max_attempts` is at most the number of providers of the pool.', apiServer: true },
-  { text: '`fallback.aimd` as an object is only valid on a pool with `strategy: priority`.', apiServer: false },
-  { text: 'Where the share controller runs (a `priority` pool with fallback enabled, more than one provider and `aimd` not `false`), `fallback.first_token_timeout_ms`, when set, is at least the effective `latency_budget_ms` (the override, else the default 2000).', apiServer: false },
-  { text: 'AIMD parameters are checked on their effective values (override, else default): `recovery_breach_rate` <= `breach_rate_target` and `min_samples` <= `window_samples`.', apiServer: false },
-  { text: '`outlier_detection.max_ejection_ms` is at least `base_ejection_ms`, on their effective values (override, else default).', apiServer: true },
-  { text: 'Reasoning translation: every write of a surface maps the same set of efforts; the mapped efforts and `unsupported_efforts` are disjoint and together name all seven efforts (none, minimal, low, medium, high, xhigh, max); writes of a surface do not share or nest their `target_path`.', apiServer: false },
-  { text: '`reject_unsupported_params` names must be in the unsupported-parameter catalog and appear once.', apiServer: true },
-  { text: 'A target key `alias:class` (split at the last colon) whose `alias` is also a target key is a request-class pool of that alias: `inflight_limit`, `account_inflight_limits` and `batch_inflight_limit` are read from the alias default pool and are errors on the request-class pool; request classes do not nest.', apiServer: false },
-  { text: 'A bearer token appears once across `auth.global_keys` and `auth.key_definitions`, compared after secret references are resolved.', apiServer: false },
-  { text: 'A secret reference has exactly one of `from_file` and `from_env`; its resolved value passes the checks of a literal in the same field (a `gateway_key` is a valid header value; a client key is non-empty and without whitespace).', apiServer: false },
-  { text: '`response_headers` names are HTTP tokens, unique ignoring case, and not framing headers (`content-length`, `transfer-encoding`, `connection`, ...).', apiServer: false },
+  {
+    text: '`fallback.aimd` as an object is only valid on a pool with `strategy: priority`.',
+    apiServer: false,
+  },
+  {
+    text: 'Where the share controller runs (a `priority` pool with fallback enabled, more than one provider and `aimd` not `false`), `fallback.first_token_timeout_ms`, when set, is at least the effective `latency_budget_ms` (the override, else the default 2000).',
+    apiServer: false,
+  },
+  {
+    text: 'AIMD parameters are checked on their effective values (override, else default): `recovery_breach_rate` <= `breach_rate_target` and `min_samples` <= `window_samples`.',
+    apiServer: false,
+  },
+  {
+    text: '`outlier_detection.max_ejection_ms` is at least `base_ejection_ms`, on their effective values (override, else default).',
+    apiServer: true,
+  },
+  {
+    text: 'Reasoning translation: every write of a surface maps the same set of efforts; the mapped efforts and `unsupported_efforts` are disjoint and together name all seven efforts (none, minimal, low, medium, high, xhigh, max); writes of a surface do not share or nest their `target_path`.',
+    apiServer: false,
+  },
+  {
+    text: '`reject_unsupported_params` names must be in the unsupported-parameter catalog and appear once.',
+    apiServer: true,
+  },
+  {
+    text: 'A target key `alias:class` (split at the last colon) whose `alias` is also a target key is a request-class pool of that alias: `inflight_limit`, `account_inflight_limits` and `batch_inflight_limit` are read from the alias default pool and are errors on the request-class pool; request classes do not nest.',
+    apiServer: false,
+  },
+  {
+    text: 'A bearer token appears once across `auth.global_keys` and `auth.key_definitions`, compared after secret references are resolved.',
+    apiServer: false,
+  },
+  {
+    text: 'A secret reference has exactly one of `from_file` and `from_env`; its resolved value passes the checks of a literal in the same field (a `gateway_key` is a valid header value; a client key is non-empty and without whitespace).',
+    apiServer: false,
+  },
+  {
+    text: '`response_headers` names are HTTP tokens, unique ignoring case, and not framing headers (`content-length`, `transfer-encoding`, `connection`, ...).',
+    apiServer: false,
+  },
 ]);
