@@ -9,6 +9,12 @@
 //   {"mode": "load", "url": "...", "bodies": [{...}, ...], "concurrency": 6, "maxMs": 600000}
 //   {"mode": "until", "url": "...", "body": {...}, "checks": [{"headers": {...}, "status": 200}, ...],
 //    "timeoutMs": 120000}
+//   {"mode": "poll", "urls": ["http://10.244.0.5:9090/metrics", ...], "metric": "...", "intervalMs": 250,
+//    "maxMs": 60000}
+//
+// "poll" reads one sample of each URL's Prometheus text every intervalMs for maxMs (it needs no
+// Kubernetes API while it runs) and reports, per URL, each change of the value with its time
+// (`at`, epoch milliseconds; `value` null when the URL did not answer).
 //
 // "until" repeats the checks (one request each) until every one answers its status, and reports
 // when (`at`, epoch milliseconds) and after how many rounds, or `timedOut`.
@@ -170,6 +176,30 @@ async function main() {
         }
         await new Promise((resolve) => setTimeout(resolve, spec.intervalMs ?? 250));
       }
+    }
+    case 'poll': {
+      const changes = Object.fromEntries(spec.urls.map((url) => [url, []]));
+      const sampleOf = (text) => {
+        for (const line of text.split('\n'))
+          if (line.startsWith(`${spec.metric} `) || line.startsWith(`${spec.metric}{`))
+            return Number(line.slice(line.lastIndexOf(' ') + 1));
+        return null;
+      };
+      const deadline = Date.now() + (spec.maxMs ?? 60_000);
+      emit({ event: 'polling' });
+      while (Date.now() < deadline) {
+        await Promise.all(
+          spec.urls.map(async (url) => {
+            const r = await once({ url, timeoutMs: 2_000 });
+            const value = r.status === 200 ? sampleOf(r.text) : null;
+            const seen = changes[url];
+            if (seen.length === 0 || seen.at(-1).value !== value) seen.push({ at: Date.now(), value });
+          }),
+        );
+        await new Promise((resolve) => setTimeout(resolve, spec.intervalMs ?? 250));
+      }
+      emit({ changes });
+      return;
     }
     default:
       throw new Error(`unknown mode ${spec.mode}`);

@@ -252,7 +252,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
             // Upstream pools first (nothing is in flight any more), then Redis (every slot is released
             // by now; a slot of a cut stream was released as it was cut), then the spans of the drain.
             finalizers: [
-              // The status entry goes first: other replicas stop counting this one at once.
+              // The status entry first: the other replicas stop counting this one before it exits.
               async () => await origin.stop(),
               () => upstream.close(),
               async () => await sharedLimits?.close(),

@@ -794,3 +794,35 @@ describe('invalid configurations', () => {
     result.issues.forEach((issue, i) => expect(issue.message).toContain(expected[i]![1]));
   });
 });
+
+describe('size bounds (what lets the Kubernetes API server price its checks)', () => {
+  const issuesOf = (config: unknown) => {
+    const result = load(config);
+    return result.ok ? [] : result.issues.map((i) => `${i.path}: ${i.message}`);
+  };
+
+  it('refuses more than 1000 targets, and accepts 1000', () => {
+    const targets = (n: number) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`alias-${i}`, single()]));
+    expect(issuesOf(withTargets(targets(1000)))).toEqual([]);
+    expect(issuesOf(withTargets(targets(1001)))).toEqual([
+      '$.targets: 1001 targets: at most 1000 aliases and request-class pools',
+    ]);
+  });
+
+  it('refuses a pool of more than 64 providers, a URL over 2048 characters and a provider name over 253', () => {
+    const providers = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ url: `http://p${i}.example/v1` }));
+    expect(issuesOf(withTargets({ p: pool({}, providers(64)) }))).toEqual([]);
+    expect(issuesOf(withTargets({ p: pool({}, providers(65)) }))).toEqual([
+      '$.targets.p.providers: a pool has at most 64 providers',
+    ]);
+    const long = `http://a.example/${'x'.repeat(2048)}`;
+    expect(issuesOf(withTargets({ a: single({ url: long }) }))).toEqual([
+      '$.targets.a.url: must be at most 2048 characters',
+    ]);
+    expect(
+      issuesOf(withTargets({ p: pool({}, [{ url: 'http://a.example/v1', name: 'n'.repeat(254) }]) })),
+    ).toEqual(['$.targets.p.providers[0].name: must be at most 253 characters']);
+  });
+});

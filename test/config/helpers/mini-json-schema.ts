@@ -49,7 +49,11 @@ export const SUPPORTED_KEYWORDS = new Set([
   'exclusiveMinimum',
   'exclusiveMaximum',
   'minLength',
+  'maxLength',
   'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
   'uniqueItems',
   'pattern',
   'format',
@@ -84,11 +88,14 @@ export function check(root: Schema, value: unknown): string[] {
     if (typeof v === 'string') {
       if (typeof schema.minLength === 'number' && v.length < schema.minLength)
         errors.push(`${path}: minLength`);
+      if (typeof schema.maxLength === 'number' && v.length > schema.maxLength)
+        errors.push(`${path}: maxLength`);
       if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern, 'u').test(v))
         errors.push(`${path}: pattern`);
     }
     if (Array.isArray(v)) {
       if (typeof schema.minItems === 'number' && v.length < schema.minItems) errors.push(`${path}: minItems`);
+      if (typeof schema.maxItems === 'number' && v.length > schema.maxItems) errors.push(`${path}: maxItems`);
       if (schema.uniqueItems === true && new Set(v.map((x) => JSON.stringify(x))).size !== v.length)
         errors.push(`${path}: uniqueItems`);
       if (isObject(schema.items))
@@ -96,6 +103,11 @@ export function check(root: Schema, value: unknown): string[] {
     }
     if (isObject(v)) {
       const properties = (schema.properties ?? {}) as Record<string, Schema>;
+      const size = Object.keys(v).length;
+      if (typeof schema.minProperties === 'number' && size < schema.minProperties)
+        errors.push(`${path}: minProperties`);
+      if (typeof schema.maxProperties === 'number' && size > schema.maxProperties)
+        errors.push(`${path}: maxProperties`);
       for (const key of (schema.required ?? []) as string[])
         if (!(key in v)) errors.push(`${path}.${key}: required`);
       for (const [key, child] of Object.entries(v)) {
