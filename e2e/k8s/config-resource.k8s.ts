@@ -123,10 +123,13 @@ const median = (xs: number[]): number => {
   return sorted[Math.floor(sorted.length / 2)]!;
 };
 
-/** `kubectl apply` of an object that must be refused: returns what kubectl said. */
+/**
+ * `kubectl apply` of an object that must be refused: returns what kubectl said. Objects go to
+ * kubectl as JSON: it reads YAML 1.1, where a bare `n` (a parameter name) would be `false`.
+ */
 function refuse(object: unknown): string {
   try {
-    kubectl(['apply', '-f', '-'], toYaml(object));
+    kubectl(['apply', '-f', '-'], JSON.stringify(object));
   } catch (error) {
     return String(error);
   }
@@ -261,7 +264,7 @@ describe('configuration from the Kubernetes API', () => {
       const spec = parsed.spec ?? parsed;
       kubectl(
         ['apply', '--dry-run=server', '-f', '-'],
-        toYaml({
+        JSON.stringify({
           apiVersion: 'llm-gateway.dev/v1alpha1',
           kind: 'GatewayConfig',
           metadata: { name: `example-${dir}`, namespace: NS },
@@ -292,6 +295,8 @@ describe('configuration from the Kubernetes API', () => {
         NS,
         '--values',
         join(ciDir, file),
+        '--kube-version',
+        process.env.E2E_K8S_SERVER_VERSION ?? '1.34.0',
         ...monitoring,
       ]);
       // The Prometheus Operator's kinds are dry-run where their CRDs are installed (monitoring.k8s.ts).
@@ -305,7 +310,7 @@ describe('configuration from the Kubernetes API', () => {
       objects += documents.length;
       const applied = kubectl(
         ['apply', '--dry-run=server', '-n', NS, '-f', '-'],
-        documents.map((d) => toYaml(d)).join('---\n'),
+        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: documents }),
       );
       expect(applied.trim().split('\n').length, file).toBe(documents.length);
     }
