@@ -300,13 +300,14 @@ describe('configuration from the Kubernetes API', () => {
         ...monitoring,
       ]);
       // The Prometheus Operator's kinds are dry-run where their CRDs are installed (monitoring.k8s.ts).
+      type Doc = { kind: string; apiVersion: string; metadata: { namespace?: string } };
       const documents = rendered
         .split(/^---$/m)
-        .map((d) => parseYaml(d) as { kind?: string; apiVersion?: string } | null)
-        .filter(
-          (d): d is { kind: string; apiVersion: string } => d !== null && typeof d === 'object' && !!d.kind,
-        )
+        .map((d) => parseYaml(d) as Doc | null)
+        .filter((d): d is Doc => d !== null && typeof d === 'object' && !!d.kind)
         .filter((d) => !d.apiVersion.startsWith('monitoring.coreos.com/'));
+      // Scenarios that move objects to other namespaces (namespaceOverride) are checked in this one.
+      for (const d of documents) if (d.metadata.namespace !== undefined) d.metadata.namespace = NS;
       objects += documents.length;
       const applied = kubectl(
         ['apply', '--dry-run=server', '-n', NS, '-f', '-'],

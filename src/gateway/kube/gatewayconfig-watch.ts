@@ -44,7 +44,7 @@ export const DEFAULT_WATCH_TIMING: WatchTiming = {
   watchSeconds: 60,
   idleMarginMs: 30_000,
   backoffInitialMs: 500,
-  backoffMaxMs: 10_000,
+  backoffMaxMs: 5_000,
 };
 
 /** A watch that ends sooner than this without an event is treated as a failure (no busy loop). */
