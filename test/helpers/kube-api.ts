@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from './temp-dir.js';
+import { tempDir } from './temp-dir.ts';
 
 const GROUP_PATH = '/apis/llm-gateway.dev/v1alpha1/namespaces/';
 const LEASE_PATH = '/apis/coordination.k8s.io/v1/namespaces/';
