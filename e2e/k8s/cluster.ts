@@ -115,6 +115,31 @@ export function baseValues(): ChartValues {
   return values;
 }
 
+/**
+ * `helm install` or `helm upgrade` of the chart (charts/gateway) with these values, written to the
+ * work directory as `<label>.values.yaml`; waits for the release's pods. Returns helm's output.
+ */
+export function helmRelease(
+  verb: 'install' | 'upgrade',
+  release: string,
+  namespace: string,
+  label: string,
+  values: unknown,
+): string {
+  return helm([
+    verb,
+    release,
+    join(ROOT, 'charts/gateway'),
+    '--namespace',
+    namespace,
+    '--values',
+    valuesFile(label, values),
+    '--wait',
+    '--timeout',
+    '5m',
+  ]);
+}
+
 /** Writes chart values to a file under the work directory and returns its path. */
 export function valuesFile(name: string, values: unknown): string {
   mkdirSync(WORK, { recursive: true });

@@ -28,6 +28,7 @@ import {
   figure,
   gatewayPods,
   helm,
+  helmRelease,
   kubectl,
   phase,
   podMetrics,
@@ -38,7 +39,6 @@ import {
   sample,
   seconds,
   startClient,
-  valuesFile,
   waitFor,
   type LoadSummary,
 } from './cluster.ts';
@@ -170,18 +170,7 @@ afterAll(async () => {
 describe('configuration from the Kubernetes API', () => {
   it('installs with config.source resource: the CRD, the object, and its status 2/2 Accepted', async () => {
     const started = Date.now();
-    const out = helm([
-      'install',
-      RELEASE,
-      CHART,
-      '--namespace',
-      NS,
-      '--values',
-      valuesFile('resource-install', values),
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
+    const out = helmRelease('install', RELEASE, NS, 'resource-install', values);
     const installS = seconds(Date.now() - started);
     expect(out).toContain(`kubectl -n ${NS} get gatewayconfig ${FULLNAME}`);
     kubectl(['get', 'crd', 'gatewayconfigs.llm-gateway.dev']);
@@ -322,18 +311,7 @@ describe('configuration from the Kubernetes API', () => {
     const fileValues = baseValues();
     (fileValues.simulator as { sidecar: { enabled: boolean } }).sidecar.enabled = false;
     fileValues.config.spec = { targets: { first: { url: 'http://127.0.0.1:9/v1' } } };
-    helm([
-      'install',
-      FILE_RELEASE,
-      CHART,
-      '--namespace',
-      NS,
-      '--values',
-      valuesFile('configmap', fileValues),
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
+    helmRelease('install', FILE_RELEASE, NS, 'configmap', fileValues);
     const resourcePods = (await gatewayPods(NS, RELEASE)).map(podName);
     const filePods = (await gatewayPods(NS, FILE_RELEASE)).map(podName);
     expect(resourcePods).toHaveLength(2);
@@ -576,18 +554,7 @@ describe('configuration from the Kubernetes API', () => {
     expect(served).toMatchObject({ completed: 6, failed: 0 });
     for (const pod of pods) expect(await aliasesOf(pod)).toContain(`edit-${EDITS}`);
     // helm upgrade puts the binding back; the status is written again.
-    helm([
-      'upgrade',
-      RELEASE,
-      CHART,
-      '--namespace',
-      NS,
-      '--values',
-      valuesFile('resource-rbac', values),
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
+    helmRelease('upgrade', RELEASE, NS, 'resource-rbac', values);
     await waitFor('a log line saying the API answers again', 60_000, async () => {
       const logs = await Promise.all(pods.map(gatewayLog));
       return logs.some((l) => l.includes('answers patch on gatewayconfigs.llm-gateway.dev/status again'))

@@ -6,7 +6,6 @@
  * cut; a pod deleted in the middle of a long stream; and an uninstall that leaves nothing behind.
  * The steps share one release and run in order; each prints its figures.
  */
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -15,7 +14,6 @@ import {
   DIGEST_B,
   KEEP,
   REPOSITORY,
-  ROOT,
   apps,
   baseValues,
   chat,
@@ -28,6 +26,7 @@ import {
   figure,
   gatewayPods,
   helm,
+  helmRelease,
   kubectl,
   phase,
   podMetrics,
@@ -41,7 +40,6 @@ import {
   selector,
   startClient,
   stopClient,
-  valuesFile,
   waitFor,
   type LoadSummary,
   type StreamResult,
@@ -52,7 +50,6 @@ const LOAD_CONCURRENCY = 4;
 const NS = 'gateway-e2e';
 const RELEASE = 'gw';
 const FULLNAME = `${RELEASE}-gateway`;
-const CHART = join(ROOT, 'charts/gateway');
 const SERVICE = `http://${FULLNAME}.${NS}.svc:80`;
 const COMPLETIONS = `${SERVICE}/v1/chat/completions`;
 
@@ -98,18 +95,7 @@ let revision = 0;
 function upgrade(label: string): number {
   const started = Date.now();
   revision += 1;
-  helm([
-    'upgrade',
-    RELEASE,
-    CHART,
-    '--namespace',
-    NS,
-    '--values',
-    valuesFile(`${label}-${revision}`, values),
-    '--wait',
-    '--timeout',
-    '5m',
-  ]);
+  helmRelease('upgrade', RELEASE, NS, `${label}-${revision}`, values);
   return Date.now() - started;
 }
 
@@ -197,18 +183,7 @@ afterAll(async () => {
 describe('the chart on a real cluster', () => {
   it('installs two replicas pinned by digest with the simulator sidecar; helm test passes; NOTES render', async () => {
     const started = Date.now();
-    const out = helm([
-      'install',
-      RELEASE,
-      CHART,
-      '--namespace',
-      NS,
-      '--values',
-      valuesFile('install', values),
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
+    const out = helmRelease('install', RELEASE, NS, 'install', values);
     const installS = seconds(Date.now() - started);
     const image = `${REPOSITORY}@${DIGEST_A}`;
     expect(out).toContain('NOTES:');

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { metricValue } from '../helpers/gateway.js';
+import { metricValue, spawnGatewayFrom, type SpawnedGateway } from '../helpers/gateway.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../helpers/kube-api.js';
 import { spawnProgram, type RunningProgram } from '../helpers/process.js';
 import { jsonReply, sseReply, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
@@ -37,10 +37,7 @@ afterEach(async () => {
   await api.close();
 });
 
-interface ResourceGateway {
-  program: RunningProgram;
-  url: string;
-  adminUrl: string;
+interface ResourceGateway extends SpawnedGateway {
   metrics: () => Promise<string>;
 }
 
@@ -49,37 +46,17 @@ async function startResourceGateway(
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<ResourceGateway> {
-  const program = spawnProgram(
-    'gateway',
-    [
-      '--config-resource',
-      `${NS}/${NAME}`,
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--shutdown-delay-secs',
-      '0',
-      '--config-poll-secs',
-      '1',
-      '--access-log',
-      'off',
-      ...args,
-    ],
-    { env: { KUBECONFIG: api.kubeconfig, GATEWAY_POD_NAME: pod, ...env } },
+  const gateway = await spawnGatewayFrom(
+    ['--config-resource', `${NS}/${NAME}`],
+    ['--access-log', 'off', ...args],
+    {
+      KUBECONFIG: api.kubeconfig,
+      GATEWAY_POD_NAME: pod,
+      ...env,
+    },
   );
-  running.push(program);
-  const proxy = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'proxy');
-  const admin = await program.waitForLog((l) => l.msg === 'listening' && l.listener === 'admin');
-  const adminUrl = `http://127.0.0.1:${admin.port as number}`;
-  return {
-    program,
-    url: `http://127.0.0.1:${proxy.port as number}`,
-    adminUrl,
-    metrics: async () => (await fetch(`${adminUrl}/metrics`)).text(),
-  };
+  running.push(gateway.program);
+  return { ...gateway, metrics: async () => (await fetch(`${gateway.adminUrl}/metrics`)).text() };
 }
 
 const targets = (...aliases: string[]): unknown => ({

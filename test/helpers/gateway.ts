@@ -49,16 +49,24 @@ export interface SpawnedGateway {
  * Starts the gateway on an existing config file, on OS-chosen loopback ports, and waits for both
  * listeners. Test defaults: no shutdown delay, a 1 s config poll (callers' `args` come last and win).
  */
-export async function spawnGateway(
+export function spawnGateway(
   configPath: string,
+  args: string[] = [],
+  env?: Record<string, string>,
+): Promise<SpawnedGateway> {
+  return spawnGatewayFrom(['--targets', configPath], args, env);
+}
+
+/** `spawnGateway` with the configuration's source given as flags (`--config-resource ns/name`). */
+export async function spawnGatewayFrom(
+  source: string[],
   args: string[] = [],
   env?: Record<string, string>,
 ): Promise<SpawnedGateway> {
   const program = spawnProgram(
     'gateway',
     [
-      '--targets',
-      configPath,
+      ...source,
       '--host',
       '127.0.0.1',
       '--port',

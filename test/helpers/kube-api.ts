@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { GatewayConfigObject } from '../../src/gateway/kube/resource.ts';
 import { tempDir } from './temp-dir.ts';
 
 const GROUP_PATH = '/apis/llm-gateway.dev/v1alpha1/namespaces/';
@@ -21,13 +22,7 @@ const LEASE_PATH = '/apis/coordination.k8s.io/v1/namespaces/';
 export interface StoredObject {
   apiVersion: string;
   kind: string;
-  metadata: {
-    name: string;
-    namespace: string;
-    uid: string;
-    generation: number;
-    resourceVersion: string;
-  };
+  metadata: GatewayConfigObject['metadata'];
   spec: unknown;
   status?: Record<string, unknown> & { replicas?: { pod: string }[] };
 }

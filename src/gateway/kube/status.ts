@@ -217,9 +217,27 @@ export class StatusReporter {
     }
   }
 
-  /** Server-side apply of part of the status, forced: each field has exactly one manager anyway. */
-  private async apply(object: GatewayConfigObject, status: object, fieldManager: string): Promise<void> {
-    await withDeadline(
+  /**
+   * Server-side apply of part of the status, forced: each field has exactly one manager anyway. The
+   * uid makes it fail on an object recreated under the same name meanwhile.
+   */
+  private apply(object: GatewayConfigObject, status: object, fieldManager: string): Promise<unknown> {
+    const body = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: KIND,
+      metadata: { name: object.metadata.name, uid: object.metadata.uid },
+      status,
+    };
+    return this.patchStatus(body, PatchStrategy.ServerSideApply, { fieldManager, force: true });
+  }
+
+  /** One patch of the status subresource, within the call deadline. */
+  private patchStatus(
+    body: unknown,
+    strategy: PatchStrategy,
+    options: { fieldManager?: string; force?: boolean } = {},
+  ): Promise<unknown> {
+    return withDeadline(
       this.api.patchNamespacedCustomObjectStatus(
         {
           group: GROUP,
@@ -227,19 +245,13 @@ export class StatusReporter {
           namespace: this.reference.namespace,
           plural: PLURAL,
           name: this.reference.name,
-          fieldManager,
-          force: true,
-          body: {
-            apiVersion: `${GROUP}/${VERSION}`,
-            kind: KIND,
-            metadata: { name: object.metadata.name, uid: object.metadata.uid },
-            status,
-          },
+          body,
+          ...options,
         },
-        setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+        setHeaderOptions('Content-Type', strategy),
       ),
       this.timing.callDeadlineMs,
-      'status apply',
+      'status patch',
     );
   }
 
@@ -261,21 +273,7 @@ export class StatusReporter {
     }
     if (operations.length === 0) return;
     try {
-      await withDeadline(
-        this.api.patchNamespacedCustomObjectStatus(
-          {
-            group: GROUP,
-            version: VERSION,
-            namespace: this.reference.namespace,
-            plural: PLURAL,
-            name: this.reference.name,
-            body: operations,
-          },
-          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-        ),
-        this.timing.callDeadlineMs,
-        'status entry removal',
-      );
+      await this.patchStatus(operations, PatchStrategy.JsonPatch);
     } catch (error) {
       // A failed test (422) means the list moved: the next pass removes them from a fresh view.
       if (describeFailure(error).status !== 422) throw error;
