@@ -85,7 +85,7 @@ Exit codes: 0 clean shutdown, 1 runtime failure (drain deadline exceeded, listen
       throw new CommanderError(
         EXIT_USAGE,
         'gateway.configSources',
-        `error: --targets (-f, GATEWAY_TARGETS) and --config-resource (GATEWAY_CONFIG_RESOURCE) are mutually exclusive: the configuration comes from a file or from a GatewayConfig object, not both (got ${opts.targets} and ${opts.configResource})`,
+        `error: --targets (-f, GATEWAY_TARGETS) and --config-resource (GATEWAY_CONFIG_RESOURCE) are mutually exclusive: the configuration comes from a file or from a GatewayConfig object, not both (got ${opts.targets} and ${opts.configResource.namespace}/${opts.configResource.name})`,
       );
     }
     if (!opts.targets && !opts.configResource) {

@@ -15,7 +15,7 @@ import { LifecycleState } from './lifecycle/phase.js';
 import { runShutdown } from './lifecycle/shutdown.js';
 import type { BatchLimiterFactory } from './limits/batch.js';
 import type { SharedLimitStore } from './limits/redis/store.js';
-import type { GatewayOptions } from './options.js';
+import type { ConfigResourceReference, GatewayOptions } from './options.js';
 import { createProxyHandler } from './pipeline/handler.js';
 import { createLogger, type Logger } from './telemetry/logger.js';
 import { createAccessLog } from './telemetry/access-log.js';
@@ -77,7 +77,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   const origin: ConfigOrigin =
     options.configResource === undefined
       ? await openFileOrigin(options.targets!, metrics, logger)
-      : await openResourceOrigin(options.configResource, metrics, logger, lifecycle, () => {
+      : await loadResourceOrigin(options.configResource, metrics, logger, lifecycle, () => {
           void watcher.check('resource');
         });
   const sharedLimits = options.sharedState ? await openSharedLimits(options, metrics, logger) : undefined;
@@ -236,6 +236,9 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     reloadNow: () => watcher.check('manual'),
     shutdown(reason) {
       shutdownPromise ??= (async () => {
+        // The status entry is withdrawn as the process stops being ready: it no longer counts as
+        // serving the object (a drain serves only what it had admitted).
+        const originStopped = origin.stop();
         watcher.stop();
         aimd.stop();
         outliers.stop();
@@ -252,8 +255,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
             // Upstream pools first (nothing is in flight any more), then Redis (every slot is released
             // by now; a slot of a cut stream was released as it was cut), then the spans of the drain.
             finalizers: [
-              // The status entry first: the other replicas stop counting this one before it exits.
-              async () => await origin.stop(),
+              () => originStopped,
               () => upstream.close(),
               async () => await sharedLimits?.close(),
               async () => void (await shutdownTracing()),
@@ -285,15 +287,15 @@ function referencesLogged(references: SecretReferences | undefined): {
  * Resource mode's origin, loaded on demand: the Kubernetes client library is never loaded in file
  * mode (it would cost every file-mode process memory and start-up time).
  */
-async function openResourceOrigin(
-  reference: string,
+async function loadResourceOrigin(
+  reference: ConfigResourceReference,
   metrics: GatewayMetrics,
   logger: Logger,
   lifecycle: LifecycleState,
   onDocument: () => void,
 ): Promise<ConfigOrigin> {
-  const { openResourceOrigin: open } = await import('./kube/resource-origin.js');
-  return open({ reference, metrics, logger, lifecycle, onDocument });
+  const { openResourceOrigin } = await import('./kube/resource-origin.js');
+  return openResourceOrigin({ reference, metrics, logger, lifecycle, onDocument });
 }
 
 /** How long startup waits for Redis before serving with the failure policy deciding. */

@@ -7,15 +7,21 @@ import {
   type FailurePolicies,
 } from './limits/redis/policy.js';
 
+/** A GatewayConfig object by namespace and name. */
+export interface ConfigResourceReference {
+  readonly namespace: string;
+  readonly name: string;
+}
+
 /** Everything the standalone gateway takes from its command line and environment. */
 export interface GatewayOptions {
   /** Configuration file path (`--targets` / `-f`); undefined in resource mode. */
   targets: string | undefined;
   /**
-   * `NAMESPACE/NAME` of the GatewayConfig object the configuration is read from (resource mode);
-   * undefined in file mode. Exactly one of `targets` and `configResource` is set.
+   * The GatewayConfig object the configuration is read from (resource mode, `--config-resource
+   * NAMESPACE/NAME`); undefined in file mode. Exactly one of `targets` and `configResource` is set.
    */
-  configResource: string | undefined;
+  configResource: ConfigResourceReference | undefined;
   host: string;
   port: number;
   watch: boolean;
@@ -173,7 +179,7 @@ const NAMESPACE_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const OBJECT_NAME_PATTERN = /^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/;
 
 /** `NAMESPACE/NAME` of a GatewayConfig, checked against Kubernetes' naming rules. */
-export function parseResourceReference(value: string): { namespace: string; name: string } {
+function resourceReference(value: string): ConfigResourceReference {
   const trimmed = value.trim();
   const slash = trimmed.indexOf('/');
   const namespace = slash < 0 ? '' : trimmed.slice(0, slash);
@@ -191,11 +197,6 @@ export function parseResourceReference(value: string): { namespace: string; name
       `--config-resource: name "${name}" is not a valid object name (lowercase letters, digits, '-' and '.', at most 253, starting and ending with a letter or digit).`,
     );
   return { namespace, name };
-}
-
-function resourceReference(value: string): string {
-  const { namespace, name } = parseResourceReference(value);
-  return `${namespace}/${name}`;
 }
 
 function keyPrefix(value: string): string {

@@ -335,6 +335,31 @@ describe('resource mode', () => {
     expect(await call('sk-old')).toBe(401);
   });
 
+  it('hands the status over when the Lease holder is killed', async () => {
+    api.apply(NS, NAME, targets('a'));
+    const first = await startResourceGateway('gateway-0');
+    await until(() => api.get(NS, NAME)?.status?.serving === '1/1', 20_000, 50);
+    const second = await startResourceGateway('gateway-1');
+    await until(() => api.get(NS, NAME)?.status?.serving === '2/2', 20_000, 50);
+    // The first replica holds the Lease; killed outright, it neither withdraws nor releases anything.
+    const lease = `gatewayconfig-${NAME}-status`;
+    expect(api.leaseHolder(NS, lease)).toBe('gateway-0');
+    first.program.proc.kill('SIGKILL');
+    await first.program.exited;
+    api.apply(NS, NAME, targets('a', 'b'));
+    // Only a holder writes the object-wide fields: the second takes the Lease once it has expired.
+    await until(
+      () => {
+        const status = api.get(NS, NAME)?.status as { observedGeneration?: number } | undefined;
+        return status?.observedGeneration === 2;
+      },
+      40_000,
+      100,
+    );
+    expect(api.leaseHolder(NS, lease)).toBe('gateway-1');
+    expect(await statusOf(second, 'b')).toBe(200);
+  });
+
   it('counts two replicas serving, and a replica that stops removes its entry', async () => {
     api.apply(NS, NAME, targets('a'));
     const first = await startResourceGateway('gateway-0');
@@ -373,6 +398,20 @@ describe('resource mode on the command line', () => {
     const noWatch = spawnProgram('gateway', ['--config-resource', 'a/b', '--watch', 'false']);
     expect((await noWatch.exited).code).toBe(2);
     expect(noWatch.text()).toContain('--watch false cannot be combined with --config-resource');
+
+    // A kubeconfig the YAML parser refuses: the error names the place, never the lines (a token).
+    const broken = join(mkdtempSync(join(tmpdir(), 'gateway-kubeconfig-')), 'config');
+    writeFileSync(broken, 'users:\n- name: u\n  user:\n    token: sk-secret-token-1234\n   bad: [\n');
+    const unreadable = spawnProgram(
+      'gateway',
+      ['--config-resource', 'a/b', '--port', '0', '--metrics-port', '0'],
+      {
+        env: { KUBECONFIG: broken },
+      },
+    );
+    expect((await unreadable.exited).code).toBe(2);
+    expect(unreadable.text()).toContain('not valid YAML (line 5');
+    expect(JSON.stringify(unreadable.logs) + unreadable.text()).not.toContain('sk-secret-token-1234');
 
     const home = mkdtempSync(join(tmpdir(), 'gateway-home-'));
     const noCredentials = spawnProgram(

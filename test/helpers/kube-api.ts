@@ -3,7 +3,9 @@
  * gateway calls, with the semantics it relies on. GatewayConfig objects are listed and watched by
  * name (a watch replays the events after its resourceVersion, or answers 410 Gone for one older than
  * the last compaction); their status takes server-side apply (the entries of `status.replicas`
- * merged by pod, other fields replaced) and JSON patch (test and remove); Leases are read, created
+ * merged by pod, other fields replaced, and an entry a field manager applied before and leaves out
+ * removed, as the real server drops fields no manager owns any more) and JSON patch (test and
+ * remove); Leases are read, created
  * and replaced with resourceVersion preconditions. The test controls faults: a verb refused with a
  * status, the listener stopped (every connection cut) and started again on the same port, the next
  * watch answered with 410. The real API server's behaviour is proven on a real cluster
@@ -54,6 +56,8 @@ export interface FakeKubeApi {
   apply(namespace: string, name: string, spec: unknown): StoredObject;
   delete(namespace: string, name: string): void;
   get(namespace: string, name: string): StoredObject | undefined;
+  /** A Lease's holder, if the Lease exists and names one. */
+  leaseHolder(namespace: string, name: string): string | undefined;
   /** Answers every call of this verb with this status until `refuse(verb, undefined)`. */
   refuse(verb: Verb, status: number | undefined): void;
   /** Forgets the history before now: a watch from an older resourceVersion gets 410 Gone. */
@@ -96,6 +100,8 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
   const watchers = new Set<{ namespace: string; name: string; res: ServerResponse }>();
   const sockets = new Set<Socket>();
   const calls: RecordedCall[] = [];
+  /** Field manager -> the pods of the `status.replicas` entries it applied last. */
+  const owned = new Map<string, Set<string>>();
   let rv = 1;
   let compactedAt = 0;
   let uid = 0;
@@ -209,16 +215,22 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
           json(res, 409, statusBody(409, 'Conflict', 'uid precondition failed'));
           return;
         }
+        const manager = url.searchParams.get('fieldManager') ?? '';
+        const pods = new Set<string>();
         for (const [field, value] of Object.entries(applied.status)) {
           if (field !== 'replicas') status[field] = value;
           else
             for (const entry of value as { pod: string }[]) {
+              pods.add(entry.pod);
               const entries = (status.replicas ??= []);
               const at = entries.findIndex((e) => e.pod === entry.pod);
               if (at < 0) entries.push(entry);
               else entries[at] = entry;
             }
         }
+        for (const pod of owned.get(manager) ?? [])
+          if (!pods.has(pod)) status.replicas = (status.replicas ?? []).filter((e) => e.pod !== pod);
+        owned.set(manager, pods);
       } else if (req.headers['content-type'] === 'application/json-patch+json') {
         const draft = copy(object);
         for (const op of body as { op: string; path: string; value?: unknown }[]) {
@@ -354,6 +366,8 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       const object = objects.get(key(namespace, name));
       return object === undefined ? undefined : copy(object);
     },
+    leaseHolder: (namespace, name) =>
+      (leases.get(key(namespace, name))?.spec as { holderIdentity?: string } | undefined)?.holderIdentity,
     refuse(verb, status) {
       if (status === undefined) refusals.delete(verb);
       else refusals.set(verb, status);

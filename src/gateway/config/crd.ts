@@ -26,6 +26,7 @@ type Schema = { [key: string]: unknown };
 
 export const CRD_GROUP = ENVELOPE_API_VERSION.slice(0, ENVELOPE_API_VERSION.indexOf('/'));
 export const CRD_VERSION = ENVELOPE_API_VERSION.slice(ENVELOPE_API_VERSION.indexOf('/') + 1);
+export const CRD_KIND = ENVELOPE_KIND;
 export const CRD_PLURAL = 'gatewayconfigs';
 export const CRD_NAME = `${CRD_PLURAL}.${CRD_GROUP}`;
 

@@ -37,7 +37,9 @@ function resourceSection(): string[] {
     '- the cross-field rules above without the mark;',
     '- checks of a value beyond its type, range, pattern or enum: a URL without a query string or fragment, a key file that exists and can be read, a variable that is set;',
     '- the keys of maps (aliases, header names, labels, account names): a rule over every key of a map costs more than the API server allows;',
-    `- fields that take values of more than one type, which a CustomResourceDefinition cannot describe: the API server stores any value there. They are ${untypedFields.map(code).join(', ')} (\`*\`: any key or item).`,
+    `- fields that take values of more than one type, which a CustomResourceDefinition cannot describe: the API server stores any value there, and its rules cannot look into them, so the rules that involve them (\`aimd\` and the latency budget it sets, keys and their owners) are the gateway's alone. They are ${untypedFields.map(code).join(', ')} (\`*\`: any key or item).`,
+    '',
+    "Unknown fields are refused only by clients that ask for strict field validation, as `kubectl apply` does by default; a client library sending the object with the API server's default (warn) has them dropped, with a warning in the response.",
     '',
   ];
 }

@@ -39,6 +39,9 @@ export interface ConfigOrigin<D extends ConfigDocument = ConfigDocument> {
   rejected(document: D, errors: readonly string[]): void;
   /** Starts what the origin runs beside the watcher (resource mode: the watch and the status). */
   start(): void;
-  /** Stops it; resolves once what must be said before exit (the status entry's removal) is said. */
+  /**
+   * Stops it, once however often it is called; resolves once what must be said before exit (the
+   * status entry's withdrawal) is said, or could not be within a few seconds.
+   */
   stop(): Promise<void>;
 }

@@ -1,18 +1,19 @@
 /**
  * Logs the health of resource mode's Kubernetes API calls once per change of state, not once per
  * retry (resource mode retries failed calls for as long as it runs). An API server that cannot be
- * reached is one state whatever the call (one warning, one line when it answers again); a refusal
- * (403, 401, another status) is a state of its verb on its resource, since each names a permission
- * or a problem of its own.
+ * reached is one state whatever the call: one warning when a first call finds it so, one line once
+ * every call that found it so has succeeded again (so a call that keeps failing while another works
+ * does not make the state flap). A refusal (403, 401, another status) is a state of its verb on its
+ * resource, since each names a permission or a problem of its own.
  */
 import type { Logger } from '../telemetry/logger.js';
-import type { CallFailure } from './api-errors.js';
-
-const UNREACHABLE = 'unreachable';
+import type { CallFailure } from './api-calls.js';
 
 export class CallHealth {
-  /** State key (`unreachable`, or `verb resource`) -> how it fails. */
+  /** `verb resource` -> how it fails, for refusals. */
   private readonly failing = new Map<string, string>();
+  /** The calls (`verb resource`) that found the API server unreachable and have not succeeded since. */
+  private readonly unreachable = new Set<string>();
   private readonly logger: Logger;
   private readonly fields: Readonly<Record<string, string>>;
 
@@ -23,10 +24,18 @@ export class CallHealth {
 
   /** `consequence` says what the gateway does meanwhile, e.g. "still serving ...". */
   failed(verb: string, resource: string, failure: CallFailure, consequence: string): void {
-    const key = failure.kind === 'unreachable' ? UNREACHABLE : `${verb} ${resource}`;
-    const state = `${failure.kind} ${failure.status ?? ''}`;
-    if (this.failing.get(key) === state) return;
-    this.failing.set(key, state);
+    const key = `${verb} ${resource}`;
+    if (failure.kind === 'unreachable') {
+      const first = this.unreachable.size === 0;
+      this.unreachable.add(key);
+      this.failing.delete(key);
+      if (!first) return;
+    } else {
+      const state = `${failure.kind} ${failure.status ?? ''}`;
+      this.unreachable.delete(key);
+      if (this.failing.get(key) === state) return;
+      this.failing.set(key, state);
+    }
     const fields = {
       ...this.fields,
       verb,
@@ -62,12 +71,13 @@ export class CallHealth {
   }
 
   succeeded(verb: string, resource: string): void {
-    if (this.failing.delete(UNREACHABLE))
+    const key = `${verb} ${resource}`;
+    if (this.unreachable.delete(key) && this.unreachable.size === 0)
       this.logger.info(
         { ...this.fields, verb, apiResource: resource },
         'the Kubernetes API server answers again',
       );
-    if (this.failing.delete(`${verb} ${resource}`))
+    if (this.failing.delete(key))
       this.logger.info(
         { ...this.fields, verb, apiResource: resource },
         `the Kubernetes API answers ${verb} on ${resource} again`,

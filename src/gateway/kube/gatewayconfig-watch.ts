@@ -5,10 +5,11 @@
  * is resumed from the last resourceVersion seen; `410 Gone` (that version was compacted away) lists
  * again. Errors back off exponentially (with jitter) up to a ceiling, so a returning API server is
  * noticed within that ceiling; a watch that hears nothing for too long (a hung server or network)
- * is abandoned and started again.
+ * is abandoned and started again; one whose connection never came up is waited for before another
+ * starts (client-node's watch takes no deadline), so a hung server holds one request, not a pile.
  */
 import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
-import { CallTimeout, describeFailure, withDeadline, type CallFailure } from './api-errors.js';
+import { callOptions, describeFailure, type CallFailure } from './api-calls.js';
 import { GROUP, PLURAL, VERSION, type GatewayConfigObject, type ObjectReference } from './resource.js';
 
 export type WatchVerb = 'list' | 'watch';
@@ -26,6 +27,8 @@ export interface WatchHandlers {
   object(object: GatewayConfigObject | undefined): void;
   /** Called on every transition, and on every failure (the caller tells repeats apart). */
   state(state: WatchState): void;
+  /** A handler threw: a bug, reported here instead of being lost in the client's stream. */
+  error(error: unknown): void;
 }
 
 export interface WatchTiming {
@@ -72,6 +75,8 @@ export class GatewayConfigWatch {
   private stopped = false;
   private backoffMs: number;
   private current: AbortController | undefined;
+  /** A watch whose connection has not come up yet (its request cannot be aborted until it does). */
+  private connecting: Promise<unknown> | undefined;
   private wake: (() => void) | undefined;
   private readonly reference: ObjectReference;
   private readonly handlers: WatchHandlers;
@@ -108,7 +113,10 @@ export class GatewayConfigWatch {
       try {
         if (this.needsList) await this.list();
         const heard = await this.watchOnce();
-        if (!heard.events && heard.ms < MIN_WATCH_MS) await this.pause();
+        // Only a watch that lasted, or brought news, proves the server well: one that the server
+        // (or a proxy) ends at once keeps the backoff growing.
+        if (heard.events || heard.ms >= MIN_WATCH_MS) this.backoffMs = this.timing.backoffInitialMs;
+        else await this.pause();
       } catch (error) {
         if (this.stopped) return;
         const verb = error instanceof FailedCall ? error.verb : 'watch';
@@ -139,23 +147,30 @@ export class GatewayConfigWatch {
   }
 
   private connected(): void {
-    this.backoffMs = this.timing.backoffInitialMs;
     this.handlers.state({ state: this.exists ? 'up' : 'missing' });
+  }
+
+  /** Runs a handler; a throw is a bug, reported, and must not end the watch. */
+  private deliver(call: () => void): void {
+    try {
+      call();
+    } catch (error) {
+      this.handlers.error(error);
+    }
   }
 
   private async list(): Promise<void> {
     let list: { metadata?: { resourceVersion?: string }; items?: GatewayConfigObject[] };
     try {
-      list = (await withDeadline(
-        this.api.listNamespacedCustomObject({
+      list = (await this.api.listNamespacedCustomObject(
+        {
           group: GROUP,
           version: VERSION,
           namespace: this.reference.namespace,
           plural: PLURAL,
           fieldSelector: this.fieldSelector,
-        }),
-        this.timing.listDeadlineMs,
-        'list',
+        },
+        callOptions(this.timing.listDeadlineMs),
       )) as typeof list;
     } catch (error) {
       throw new FailedCall('list', error);
@@ -165,12 +180,14 @@ export class GatewayConfigWatch {
     const object = list.items?.find((item) => item.metadata.name === this.reference.name);
     this.exists = object !== undefined;
     this.needsList = false;
-    this.handlers.object(object);
+    this.backoffMs = this.timing.backoffInitialMs;
+    this.deliver(() => this.handlers.object(object));
     this.connected();
   }
 
   /** One watch, from the last resourceVersion, until the server ends it (resolves) or it fails. */
-  private watchOnce(): Promise<{ events: boolean; ms: number }> {
+  private async watchOnce(): Promise<{ events: boolean; ms: number }> {
+    if (this.connecting !== undefined) await this.connecting;
     const started = Date.now();
     const seconds = Math.round(this.timing.watchSeconds * (1 + Math.random() * 0.5));
     const idleLimitMs = seconds * 1000 + this.timing.idleMarginMs;
@@ -193,7 +210,12 @@ export class GatewayConfigWatch {
       const watchdog = setInterval(
         () => {
           if (Date.now() - lastHeard > idleLimitMs)
-            finish(new FailedCall('watch', new CallTimeout(`watch: nothing heard for ${idleLimitMs} ms`)));
+            finish(
+              new FailedCall('watch', {
+                name: 'TimeoutError',
+                message: `nothing heard for ${idleLimitMs} ms`,
+              }),
+            );
         },
         Math.min(5000, idleLimitMs),
       );
@@ -214,17 +236,17 @@ export class GatewayConfigWatch {
           if (config.metadata?.name !== this.reference.name) return;
           const appeared = !this.exists;
           this.exists = true;
-          this.handlers.object(config);
+          this.deliver(() => this.handlers.object(config));
           if (appeared) this.handlers.state({ state: 'up' });
         } else if (type === 'DELETED') {
           if (config.metadata?.name !== this.reference.name) return;
           this.exists = false;
-          this.handlers.object(undefined);
+          this.deliver(() => this.handlers.object(undefined));
           this.handlers.state({ state: 'missing' });
         }
         // BOOKMARK: only its resourceVersion matters.
       };
-      this.watcher
+      const connecting = this.watcher
         .watch(
           this.path,
           {
@@ -250,7 +272,11 @@ export class GatewayConfigWatch {
             this.connected();
           },
           (error: unknown) => finish(new FailedCall('watch', error)),
-        );
+        )
+        .finally(() => {
+          if (this.connecting === connecting) this.connecting = undefined;
+        });
+      this.connecting = connecting;
     });
   }
 }

@@ -19,37 +19,46 @@ export interface LoadedKubeConfig {
   readonly server: string;
 }
 
-export function loadKubeConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  serviceAccountDir = SERVICE_ACCOUNT_DIR,
-): LoadedKubeConfig {
+/**
+ * Why credentials could not be loaded, without the library's message: a YAML error quotes the lines
+ * around it, and in a kubeconfig those may hold a token.
+ */
+function loadFailure(error: unknown): string {
+  const mark = (error as { mark?: { line?: number; column?: number } }).mark;
+  if (typeof mark?.line === 'number')
+    return `not valid YAML (line ${mark.line + 1}, column ${(mark.column ?? 0) + 1})`;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : 'an unreadable configuration';
+}
+
+export function loadKubeConfig(): LoadedKubeConfig {
+  const env = process.env;
   const kubeConfig = new KubeConfig();
-  let from: string;
+  let from = 'the Kubernetes credentials';
   try {
     if (env.KUBECONFIG) {
-      kubeConfig.loadFromDefault();
       from = `KUBECONFIG (${env.KUBECONFIG})`;
+      kubeConfig.loadFromDefault();
     } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
-      if (!existsSync(join(serviceAccountDir, 'token')))
+      if (!existsSync(join(SERVICE_ACCOUNT_DIR, 'token')))
         throw new StartupError(
-          `--config-resource: this pod has no service account token at ${serviceAccountDir}/token: set automountServiceAccountToken: true on the pod (the chart does in resource mode)`,
+          `--config-resource: this pod has no service account token at ${SERVICE_ACCOUNT_DIR}/token: set automountServiceAccountToken: true on the pod (the chart does in resource mode)`,
         );
-      kubeConfig.loadFromCluster();
       from = 'the service account of this pod';
+      kubeConfig.loadFromCluster();
     } else {
       const file = join(homedir(), '.kube', 'config');
       if (!existsSync(file))
         throw new StartupError(
           '--config-resource: no Kubernetes credentials: not in a pod (KUBERNETES_SERVICE_HOST is not set), KUBECONFIG is not set and ~/.kube/config does not exist',
         );
-      kubeConfig.loadFromFile(file);
       from = file;
+      kubeConfig.loadFromFile(file);
     }
   } catch (error) {
     if (error instanceof StartupError) throw error;
-    throw new StartupError(
-      `--config-resource: cannot load the Kubernetes credentials: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new StartupError(`--config-resource: cannot load ${from}: ${loadFailure(error)}`);
   }
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster === null)

@@ -6,7 +6,7 @@
  * cannot both win. A holder that cannot renew steps down by itself when its duration runs out.
  */
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
-import { describeFailure, withDeadline } from './api-errors.js';
+import { callOptions, describeFailure } from './api-calls.js';
 
 export interface LeaseOptions {
   readonly namespace: string;
@@ -41,14 +41,14 @@ export class LeaseElection {
     const { namespace, name, identity, durationSeconds } = this.options;
     let lease: V1Lease;
     try {
-      lease = await this.call(this.api.readNamespacedLease({ name, namespace }));
+      lease = await this.api.readNamespacedLease({ name, namespace }, this.deadline());
     } catch (error) {
       if (describeFailure(error).kind !== 'not_found') throw error;
       await this.write(() =>
-        this.api.createNamespacedLease({
-          namespace,
-          body: { metadata: { name, namespace }, spec: this.spec(undefined) },
-        }),
+        this.api.createNamespacedLease(
+          { namespace, body: { metadata: { name, namespace }, spec: this.spec(undefined) } },
+          this.deadline(),
+        ),
       );
       return;
     }
@@ -63,14 +63,17 @@ export class LeaseElection {
       return;
     }
     await this.write(() =>
-      this.api.replaceNamespacedLease({
-        name,
-        namespace,
-        body: {
-          metadata: { name, namespace, resourceVersion: lease.metadata?.resourceVersion },
-          spec: this.spec(lease),
+      this.api.replaceNamespacedLease(
+        {
+          name,
+          namespace,
+          body: {
+            metadata: { name, namespace, resourceVersion: lease.metadata?.resourceVersion },
+            spec: this.spec(lease),
+          },
         },
-      }),
+        this.deadline(),
+      ),
     );
   }
 
@@ -79,17 +82,18 @@ export class LeaseElection {
     if (!this.leader) return;
     const { namespace, name } = this.options;
     this.renewedAt = 0;
-    const lease = await this.call(this.api.readNamespacedLease({ name, namespace }));
+    const lease = await this.api.readNamespacedLease({ name, namespace }, this.deadline());
     if (lease.spec?.holderIdentity !== this.options.identity) return;
-    await this.call(
-      this.api.replaceNamespacedLease({
+    await this.api.replaceNamespacedLease(
+      {
         name,
         namespace,
         body: {
           metadata: { name, namespace, resourceVersion: lease.metadata?.resourceVersion },
           spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 },
         },
-      }),
+      },
+      this.deadline(),
     );
   }
 
@@ -109,7 +113,7 @@ export class LeaseElection {
   /** A create or replace: success makes this candidate the holder; a conflict means another won. */
   private async write(call: () => Promise<V1Lease>): Promise<void> {
     try {
-      const written = await this.call(call());
+      const written = await call();
       this.renewedAt = Date.now();
       this.observed = {
         holder: this.options.identity,
@@ -126,7 +130,8 @@ export class LeaseElection {
     }
   }
 
-  private call<T>(promise: Promise<T>): Promise<T> {
-    return withDeadline(promise, this.options.callDeadlineMs, 'lease');
+  /** Each call aborts after the deadline. */
+  private deadline() {
+    return callOptions(this.options.callDeadlineMs);
   }
 }

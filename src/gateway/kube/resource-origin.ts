@@ -15,13 +15,12 @@ import { parseConfigValue, sha256Hex, type ConfigResult } from '../config/load.j
 import type { ConfigOrigin } from '../config/origin.js';
 import type { ConfigDocument } from '../config/watch.js';
 import type { LifecycleState } from '../lifecycle/phase.js';
-import { parseResourceReference } from '../options.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { GatewayMetrics } from '../telemetry/metrics.js';
 import { CallHealth } from './call-health.js';
 import { GatewayConfigWatch, type WatchState } from './gatewayconfig-watch.js';
 import { loadKubeConfig } from './kubeconfig.js';
-import { RESOURCE, type GatewayConfigObject } from './resource.js';
+import { RESOURCE, type GatewayConfigObject, type ObjectReference } from './resource.js';
 import { StatusReporter } from './status.js';
 import { truncate } from './status-summary.js';
 
@@ -35,52 +34,62 @@ export interface ResourceDocument extends ConfigDocument {
 }
 
 export interface ResourceOriginDeps {
-  /** `NAMESPACE/NAME`, as `--config-resource` took it. */
-  reference: string;
+  /** The object, as `--config-resource` named it. */
+  reference: ObjectReference;
   metrics: GatewayMetrics;
   logger: Logger;
   lifecycle: LifecycleState;
   /** Called when a new generation (or a new object) arrives: the gateway's watcher checks it. */
   onDocument: () => void;
-  /** The pod's name (the downward API's GATEWAY_POD_NAME, else the host name, which is the pod's). */
-  pod?: string;
 }
 
 /** While nothing is loaded, why is said this often. */
 const NOT_READY_LOG_MS = 10_000;
 const KEEP_SERVING = 'still serving the last good configuration';
 
-export function documentOf(object: GatewayConfigObject): ResourceDocument {
+function documentOf(object: GatewayConfigObject): ResourceDocument {
   const hash = sha256Hex(JSON.stringify(object.spec ?? null));
   const { uid, generation } = object.metadata;
   return { version: `${uid}:${generation}:${hash}`, uid, generation, hash, spec: object.spec };
 }
 
 /** Validates the spec. */
-export function parseSpec(document: ResourceDocument): ConfigResult {
+function parseSpec(document: ResourceDocument): ConfigResult {
   if (document.spec === undefined || document.spec === null)
     return { ok: false, issues: [{ path: '$', message: 'the object has no `spec`' }] };
   return parseConfigValue(document.spec, document.hash);
 }
 
 /** Issues with the object's paths (`spec.targets...`), as `kubectl` names fields. */
-export function describeSpecIssues(issues: readonly ConfigIssue[]): string[] {
+function describeSpecIssues(issues: readonly ConfigIssue[]): string[] {
   return issues.map((issue) => formatIssue({ ...issue, path: `spec${issue.path.slice(1)}` }));
 }
 
-export async function openResourceOrigin(deps: ResourceOriginDeps): Promise<ConfigOrigin<ResourceDocument>> {
-  const { metrics, logger, lifecycle } = deps;
-  const reference = parseResourceReference(deps.reference);
+/**
+ * The object as the gateway's configuration origin. Throws StartupError without credentials. The
+ * pod's name is the downward API's GATEWAY_POD_NAME, else the host name (a pod's own by default).
+ */
+export function openResourceOrigin(deps: ResourceOriginDeps): ConfigOrigin<ResourceDocument> {
+  const { metrics, logger, lifecycle, reference } = deps;
   const where = `gatewayconfig ${reference.namespace}/${reference.name}`;
   const logFields = { resource: `${reference.namespace}/${reference.name}` };
-  const pod = deps.pod ?? (process.env.GATEWAY_POD_NAME || hostname());
+  const pod = process.env.GATEWAY_POD_NAME || hostname();
   const kube = loadKubeConfig();
   logger.info(
     { ...logFields, credentials: kube.from, server: kube.server, pod },
     'configuration from the Kubernetes API',
   );
+  // Nothing is watched until the API server has answered.
+  metrics.configSourceUp.set(0);
   const health = new CallHealth(logger, logFields);
-  const status = new StatusReporter(kube.kubeConfig, reference, pod, health);
+  const bug = (what: string) => (error: unknown) => logger.error({ ...logFields, err: error }, what);
+  const status = new StatusReporter({
+    kubeConfig: kube.kubeConfig,
+    reference,
+    pod,
+    health,
+    onError: bug('writing the GatewayConfig status failed unexpectedly'),
+  });
   let latest: ResourceDocument | undefined;
   let sourceState: WatchState | undefined;
   /** Why the latest generation was refused, while nothing serves. */
@@ -117,6 +126,7 @@ export async function openResourceOrigin(deps: ResourceOriginDeps): Promise<Conf
       deps.onDocument();
     },
     state: onState,
+    error: bug('handling a GatewayConfig event failed unexpectedly'),
   });
 
   const whyNotReady = (): string => {
@@ -131,6 +141,7 @@ export async function openResourceOrigin(deps: ResourceOriginDeps): Promise<Conf
     return refused ?? `loading ${where}`;
   };
   let notReadyTimer: NodeJS.Timeout | undefined;
+  let stopping: Promise<void> | undefined;
 
   return {
     where,
@@ -168,10 +179,11 @@ export async function openResourceOrigin(deps: ResourceOriginDeps): Promise<Conf
       }, NOT_READY_LOG_MS);
       notReadyTimer.unref();
     },
-    stop: async () => {
-      clearInterval(notReadyTimer);
-      watch.stop();
-      await status.stop();
-    },
+    stop: () =>
+      (stopping ??= (async () => {
+        clearInterval(notReadyTimer);
+        watch.stop();
+        await status.stop();
+      })()),
   };
 }

@@ -1,12 +1,12 @@
 /** The GatewayConfig custom resource as resource mode reads and writes it. */
-import { ENVELOPE_API_VERSION, ENVELOPE_KIND } from '../config/schema/index.js';
-
-export const GROUP = ENVELOPE_API_VERSION.slice(0, ENVELOPE_API_VERSION.indexOf('/'));
-export const VERSION = ENVELOPE_API_VERSION.slice(ENVELOPE_API_VERSION.indexOf('/') + 1);
-export const KIND = ENVELOPE_KIND;
-export const PLURAL = 'gatewayconfigs';
-/** `gatewayconfigs.llm-gateway.dev`: the resource as RBAC rules and log lines name it. */
-export const RESOURCE = `${PLURAL}.${GROUP}`;
+export {
+  CRD_GROUP as GROUP,
+  CRD_KIND as KIND,
+  /** `gatewayconfigs.llm-gateway.dev`: the resource as RBAC rules and log lines name it. */
+  CRD_NAME as RESOURCE,
+  CRD_PLURAL as PLURAL,
+  CRD_VERSION as VERSION,
+} from '../config/crd.js';
 
 /** A standard status condition (metav1.Condition). */
 export interface Condition {

@@ -1,8 +1,11 @@
 /**
- * What a failed Kubernetes API call means for the gateway: the API server could not be reached, it
- * refused the call (no permission), the object is gone, or another answer. Every call of resource
- * mode goes through `describeFailure`, so a log line always names the verb, the resource and why.
+ * Resource mode's calls to the Kubernetes API: the options every call carries (a deadline that
+ * aborts the request, a patch's content type), and what a failed call means for the gateway: the API
+ * server could not be reached, it refused the call (no permission), the object is gone, or another
+ * answer. Every failure goes through `describeFailure`, so a log line always names the verb, the
+ * resource and why.
  */
+import { Observable, type CustomObjectsApi } from '@kubernetes/client-node';
 
 export type FailureKind =
   'unreachable' | 'forbidden' | 'unauthorized' | 'not_found' | 'conflict' | 'gone' | 'other';
@@ -13,11 +16,6 @@ export interface CallFailure {
   readonly status: number | undefined;
   /** Why, in words: the API server's message, or the network error. Never a token. */
   readonly reason: string;
-}
-
-/** Thrown when a call got no answer in time: the API server or the network hangs. */
-export class CallTimeout extends Error {
-  override readonly name = 'CallTimeout';
 }
 
 function statusOf(error: unknown): number | undefined {
@@ -44,6 +42,12 @@ function statusMessage(error: unknown): string | undefined {
   return typeof message === 'string' ? message : undefined;
 }
 
+/** A request aborted by its deadline: the API server or the network did not answer in time. */
+function timedOut(error: unknown): boolean {
+  const name = (error as { name?: unknown; type?: unknown }).name;
+  return name === 'AbortError' || name === 'TimeoutError' || (error as { type?: unknown }).type === 'aborted';
+}
+
 function networkReason(error: unknown): string {
   const record = error as {
     code?: unknown;
@@ -56,8 +60,9 @@ function networkReason(error: unknown): string {
 }
 
 export function describeFailure(error: unknown): CallFailure {
-  if (error instanceof CallTimeout) return { kind: 'unreachable', status: undefined, reason: error.message };
   const status = statusOf(error);
+  if (status === undefined && timedOut(error))
+    return { kind: 'unreachable', status, reason: 'no answer before the deadline' };
   if (status === undefined) return { kind: 'unreachable', status, reason: networkReason(error) };
   const reason = statusMessage(error) ?? `HTTP ${status}`;
   switch (status) {
@@ -77,24 +82,26 @@ export function describeFailure(error: unknown): CallFailure {
   }
 }
 
+/** The options argument of client-node's API calls. */
+export type CallOptions = Parameters<CustomObjectsApi['getNamespacedCustomObject']>[1];
+
 /**
- * Resolves with the call's result, or rejects with CallTimeout after `ms`: client-node's calls have
- * no deadline of their own, and a hung API server must not hang resource mode. A late answer is
- * dropped.
+ * Options that abort the call after `deadlineMs` (client-node's calls have no deadline of their
+ * own, and a hung API server must neither hang resource mode nor pile up open requests) and, for a
+ * patch, set its content type.
  */
-export function withDeadline<T>(call: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new CallTimeout(`${what}: no answer within ${ms} ms`)), ms);
-    timer.unref();
-    call.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
+export function callOptions(deadlineMs: number, contentType?: string): CallOptions {
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(AbortSignal.timeout(deadlineMs));
+          if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
+          return new Observable(Promise.resolve(context));
+        },
+        post: (context) => new Observable(Promise.resolve(context)),
       },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
+    ],
+    middlewareMergeStrategy: 'append',
+  };
 }
