@@ -31,7 +31,7 @@ export interface WatchHandlers {
   error(error: unknown): void;
 }
 
-export interface WatchTiming {
+interface WatchTiming {
   /** Deadline of a list call. */
   listDeadlineMs: number;
   /** The server ends a watch after this long (randomized up to 1.5x, so replicas spread out). */
@@ -42,7 +42,7 @@ export interface WatchTiming {
   backoffMaxMs: number;
 }
 
-export const DEFAULT_WATCH_TIMING: WatchTiming = {
+const WATCH_TIMING: WatchTiming = {
   listDeadlineMs: 10_000,
   watchSeconds: 60,
   idleMarginMs: 30_000,
@@ -82,20 +82,15 @@ export class GatewayConfigWatch {
   private readonly handlers: WatchHandlers;
   private readonly timing: WatchTiming;
 
-  constructor(
-    kubeConfig: KubeConfig,
-    reference: ObjectReference,
-    handlers: WatchHandlers,
-    timing: WatchTiming = DEFAULT_WATCH_TIMING,
-  ) {
+  constructor(kubeConfig: KubeConfig, reference: ObjectReference, handlers: WatchHandlers) {
     this.reference = reference;
     this.handlers = handlers;
-    this.timing = timing;
+    this.timing = WATCH_TIMING;
     this.api = kubeConfig.makeApiClient(CustomObjectsApi);
     this.watcher = new Watch(kubeConfig);
     this.path = `/apis/${GROUP}/${VERSION}/namespaces/${reference.namespace}/${PLURAL}`;
     this.fieldSelector = `metadata.name=${reference.name}`;
-    this.backoffMs = timing.backoffInitialMs;
+    this.backoffMs = WATCH_TIMING.backoffInitialMs;
   }
 
   start(): void {

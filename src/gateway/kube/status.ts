@@ -38,7 +38,7 @@ const LEASE_RESOURCE = 'leases.coordination.k8s.io';
 const SUMMARY_FIELD_MANAGER = 'llm-gateway-status';
 const CONSEQUENCE = 'the status is not updated meanwhile; serving is not affected';
 
-export interface StatusTiming {
+interface StatusTiming {
   /** How often the reporter wakes: Lease renewal, heartbeat due, holder's duties. */
   tickMs: number;
   /** How often a replica renews its entry's heartbeat. */
@@ -52,7 +52,7 @@ export interface StatusTiming {
 }
 
 /** A gone pod stops counting within staleMs + tickMs (50 s). */
-const DEFAULT_STATUS_TIMING: StatusTiming = {
+const STATUS_TIMING: StatusTiming = {
   tickMs: 5000,
   heartbeatMs: 15_000,
   staleMs: 45_000,
@@ -86,7 +86,6 @@ export interface StatusReporterOptions {
   health: CallHealth;
   /** A bug in the reporter's own work: reported, and the next tick tries again. */
   onError: (error: unknown) => void;
-  timing?: StatusTiming;
 }
 
 const bounded = (work: Promise<unknown>, ms: number): Promise<unknown> =>
@@ -113,7 +112,7 @@ export class StatusReporter {
   private hasFailed = false;
 
   constructor(options: StatusReporterOptions) {
-    this.options = { ...options, timing: options.timing ?? DEFAULT_STATUS_TIMING };
+    this.options = { ...options, timing: STATUS_TIMING };
     this.api = options.kubeConfig.makeApiClient(CustomObjectsApi);
     this.election = new LeaseElection(options.kubeConfig, {
       namespace: options.reference.namespace,
