@@ -56,6 +56,14 @@ const EDITS = 5;
 
 const values = baseValues();
 (values.config as Record<string, unknown>).source = 'resource';
+/** A client key written as a literal into config.spec: the chart moves it into its key Secret. */
+const KEY = 'sk-e2e-resource-team-r-5c1e07';
+values.config.spec.auth = { key_definitions: { 'team-r': { key: KEY } } };
+values.config.spec.targets.secured = {
+  url: 'http://127.0.0.1:8000/v1',
+  gateway_model: 'fast',
+  keys: ['team-r'],
+};
 
 interface Condition {
   type: string;
@@ -194,6 +202,25 @@ describe('configuration from the Kubernetes API', () => {
       concurrency: 2,
     });
     expect(served).toMatchObject({ completed: 8, failed: 0, cut: 0 });
+    // The key lives in the chart's Secret; the object references its file, which the pods read.
+    expect(JSON.stringify(object.spec)).not.toContain(KEY);
+    const keyed = await runClient<LoadSummary>(NS, {
+      mode: 'requests',
+      url: COMPLETIONS,
+      headers: { authorization: `Bearer ${KEY}` },
+      bodies: [chat('secured', false)],
+      count: 2,
+      concurrency: 1,
+    });
+    expect(keyed).toMatchObject({ completed: 2, failed: 0 });
+    const unkeyed = await runClient<LoadSummary>(NS, {
+      mode: 'requests',
+      url: COMPLETIONS,
+      bodies: [chat('secured', false)],
+      count: 1,
+      concurrency: 1,
+    });
+    expect(unkeyed.statuses).toEqual({ 401: 1 });
     const rss = await Promise.all(
       (await gatewayPods(NS, RELEASE)).map(async (p) =>
         sample(await podMetrics(NS, podName(p)), 'process_resident_memory_bytes'),
@@ -574,8 +601,12 @@ describe('configuration from the Kubernetes API', () => {
       return now.length === 2 && now.every((p) => !before.has(p.metadata?.uid)) ? now : undefined;
     });
     const { spec, metadata } = await readObject();
-    for (const pod of pods.map(podName))
-      expect((await aliasesOf(pod)).sort()).toEqual(Object.keys(spec.targets).sort());
+    // The models list without a key names the open aliases (a keyed one needs its key).
+    const open = Object.entries(spec.targets)
+      .filter(([, target]) => (target as { keys?: unknown }).keys === undefined)
+      .map(([alias]) => alias)
+      .sort();
+    for (const pod of pods.map(podName)) expect((await aliasesOf(pod)).sort()).toEqual(open);
     await waitFor('the status to name the new pods, 2/2', 60_000, async () => {
       const o = await readObject();
       const entries = (o.status?.replicas ?? []).map((r) => r.pod).sort();
