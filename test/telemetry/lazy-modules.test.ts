@@ -8,7 +8,8 @@ import { startGateway } from '../helpers/gateway.js';
 /**
  * Optional parts load only when configured: a gateway started without an OTLP endpoint and without
  * `--shared-state` never loads the OpenTelemetry SDK, the semantic conventions, ioredis or the
- * gateway's Redis store, nor Node's bundled undici (an ES import of `node:http` would). Each
+ * gateway's Redis store, nor Node's bundled undici (an ES import of `node:http` would); one
+ * configured by a file never loads the Kubernetes client library nor resource mode. Each
  * costs resident memory in every process (docs/performance.md). The real program runs with a probe
  * (`node --import`) that lists every module it loaded when it exits.
  *
@@ -55,13 +56,15 @@ const optional = (modules: readonly string[]): string[] =>
       url.includes('/node_modules/@opentelemetry/') ||
       url.includes('/node_modules/ioredis/') ||
       url.includes('/node_modules/yaml/') ||
+      url.includes('/node_modules/@kubernetes/client-node/') ||
+      url.includes('/gateway/kube/') ||
       /\/node_modules\/(undici|prom-client)\/index\.js$/.test(url) ||
       // The store and its client; the pure decision and URL helpers beside them load with the pipeline.
       /\/gateway\/limits\/redis\/(store|client)\.js$/.test(url),
   );
 
 describe('modules a gateway loads', () => {
-  it('without tracing or shared state: no OpenTelemetry, no Redis client, no YAML, no package indexes, no bundled undici', async () => {
+  it('without tracing or shared state, from a file: no OpenTelemetry, no Redis client, no YAML, no Kubernetes client, no package indexes, no bundled undici', async () => {
     const { modules, builtins } = await loadedBy({
       OTEL_EXPORTER_OTLP_ENDPOINT: '',
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
