@@ -10,11 +10,14 @@
 //   {"mode": "until", "url": "...", "body": {...}, "checks": [{"headers": {...}, "status": 200}, ...],
 //    "timeoutMs": 120000}
 //   {"mode": "poll", "urls": ["http://10.244.0.5:9090/metrics", ...], "metric": "...", "intervalMs": 250,
-//    "maxMs": 60000}
+//    "maxMs": 60000, "tcp": "10.96.0.1:443"}
 //
 // "poll" reads one sample of each URL's Prometheus text every intervalMs for maxMs (it needs no
 // Kubernetes API while it runs) and reports, per URL, each change of the value with its time
-// (`at`, epoch milliseconds; `value` null when the URL did not answer).
+// (`at`, epoch milliseconds; `value` null when the URL did not answer). With `tcp`, it also tries a
+// TCP connection to that address each round and reports its changes under that key (1 connected,
+// 0 not within a second). With `"untilBackUp": true` it stops early, once every key has been below
+// 1 and is 1 again.
 //
 // "until" repeats the checks (one request each) until every one answers its status, and reports
 // when (`at`, epoch milliseconds) and after how many rounds, or `timedOut`.
@@ -25,6 +28,8 @@
 //              with `data: [DONE]`
 //   cut        status 200, then the body broke or ended early (no [DONE], invalid JSON)
 //   failed     anything else: a refused or reset connection, a timeout, a status other than 200
+
+import { connect } from 'node:net';
 
 const spec = JSON.parse(process.argv[2] ?? '{}');
 
@@ -178,7 +183,25 @@ async function main() {
       }
     }
     case 'poll': {
-      const changes = Object.fromEntries(spec.urls.map((url) => [url, []]));
+      const changes = Object.fromEntries(
+        [...spec.urls, ...(spec.tcp ? [spec.tcp] : [])].map((key) => [key, []]),
+      );
+      const record = (key, value) => {
+        const seen = changes[key];
+        if (seen.length === 0 || seen.at(-1).value !== value) seen.push({ at: Date.now(), value });
+      };
+      const reachable = (address) =>
+        new Promise((resolve) => {
+          const colon = address.lastIndexOf(':');
+          const socket = connect({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) });
+          const done = (value) => {
+            socket.destroy();
+            resolve(value);
+          };
+          socket.setTimeout(1000, () => done(0));
+          socket.once('connect', () => done(1));
+          socket.once('error', () => done(0));
+        });
       const sampleOf = (text) => {
         for (const line of text.split('\n'))
           if (line.startsWith(`${spec.metric} `) || line.startsWith(`${spec.metric}{`))
@@ -187,15 +210,16 @@ async function main() {
       };
       const deadline = Date.now() + (spec.maxMs ?? 60_000);
       emit({ event: 'polling' });
-      while (Date.now() < deadline) {
-        await Promise.all(
-          spec.urls.map(async (url) => {
+      const backUp = () =>
+        Object.values(changes).every((seen) => seen.some((c) => c.value !== 1) && seen.at(-1)?.value === 1);
+      while (Date.now() < deadline && !(spec.untilBackUp && backUp())) {
+        await Promise.all([
+          ...spec.urls.map(async (url) => {
             const r = await once({ url, timeoutMs: 2_000 });
-            const value = r.status === 200 ? sampleOf(r.text) : null;
-            const seen = changes[url];
-            if (seen.length === 0 || seen.at(-1).value !== value) seen.push({ at: Date.now(), value });
+            record(url, r.status === 200 ? sampleOf(r.text) : null);
           }),
-        );
+          ...(spec.tcp ? [reachable(spec.tcp).then((value) => record(spec.tcp, value))] : []),
+        ]);
         await new Promise((resolve) => setTimeout(resolve, spec.intervalMs ?? 250));
       }
       emit({ changes });

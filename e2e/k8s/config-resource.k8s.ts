@@ -490,12 +490,18 @@ describe('configuration from the Kubernetes API', () => {
       concurrency: 6,
       maxMs: 65_000,
     });
+    // The pods reach the API server through the `kubernetes` Service: the poll also records when
+    // that address answers again (kube-proxy restores it after the API server re-registers).
+    const apiService = await core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
+    const apiAddress = `${apiService.spec?.clusterIP}:${apiService.spec?.ports?.[0]?.port ?? 443}`;
     const poll = await startClient(NS, {
       mode: 'poll',
       urls: pods.map((p) => `http://${p.status?.podIP}:9090/metrics`),
       metric: 'gateway_config_source_up',
+      tcp: apiAddress,
       intervalMs: 250,
-      maxMs: 75_000,
+      maxMs: 240_000,
+      untilBackUp: true,
     });
     await clientEvent(NS, load, 'load-started');
     await clientEvent(NS, poll, 'polling');
@@ -514,7 +520,8 @@ describe('configuration from the Kubernetes API', () => {
     } finally {
       apiserver('start');
     }
-    const downS = seconds(Date.now() - down);
+    const returned = Date.now();
+    const downS = seconds(returned - down);
     phase(`API server back after ${downS} s`);
     const afterTargets = {
       ...targets,
@@ -530,7 +537,7 @@ describe('configuration from the Kubernetes API', () => {
     for (const pod of names) expect(await aliasesOf(pod)).toContain('before-outage');
     // The source is up again on every pod (read through the API server, now back).
     try {
-      await waitFor('gateway_config_source_up 1 on every pod', 60_000, async () => {
+      await waitFor('gateway_config_source_up 1 on every pod', 180_000, async () => {
         const up = await Promise.all(
           names.map(async (pod) => sample(await podMetrics(NS, pod), 'gateway_config_source_up')),
         );
@@ -546,14 +553,22 @@ describe('configuration from the Kubernetes API', () => {
     const watched = await clientResult<{ changes: Record<string, { at: number; value: number | null }[]> }>(
       NS,
       poll,
-      180_000,
+      300_000,
     );
-    // Read from inside the cluster while the API server was down: every pod went from 1 to 0.
-    for (const [url, changes] of Object.entries(watched.changes)) {
+    // Read from inside the cluster: every pod went from 1 to 0 and back to 1, and did so within a
+    // few seconds of the pods' way to the API server working again (the retry ceiling is 5 s).
+    const { [apiAddress]: service, ...gateways } = watched.changes;
+    const backAt = (changes: { at: number; value: number | null }[]): number => changes.at(-1)!.at;
+    expect(service!.map((c) => c.value)).toContain(0);
+    expect(service!.at(-1)!.value).toBe(1);
+    let slowestMs = 0;
+    for (const [url, changes] of Object.entries(gateways)) {
       const values = changes.map((c) => c.value);
       expect(values, url).not.toContain(null);
       expect(values[0], url).toBe(1);
       expect(values, url).toContain(0);
+      expect(values.at(-1), url).toBe(1);
+      slowestMs = Math.max(slowestMs, backAt(changes) - backAt(service!));
     }
     const logs = await Promise.all(names.map(gatewayLog));
     for (const log of logs) {
@@ -568,9 +583,12 @@ describe('configuration from the Kubernetes API', () => {
       cut: summary.cut,
       edit_after_return_served_ms: backMs,
       source_up_again_after_return_s: upAgainS,
+      api_service_reachable_after_return_s: seconds(backAt(service!) - returned),
+      source_up_after_api_service_reachable_s: seconds(slowestMs),
     });
     expect(summary).toMatchObject({ failed: 0, cut: 0 });
     expect(summary.sent).toBeGreaterThan(0);
+    expect(slowestMs).toBeLessThanOrEqual(10_000);
   });
 
   it('RBAC removed: the log names the missing permission and the last configuration serves', async () => {
