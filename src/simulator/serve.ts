@@ -46,6 +46,8 @@ export async function serve(options: ServeOptions, log: Logger): Promise<ServeRe
       config.maxNumSeqs,
       maxWaiting,
       metrics.observerFor(config.name),
+      undefined,
+      config.prefixCache,
     );
     metrics.track(engine);
     models.set(config.name, { config: { ...config, maxWaiting }, engine });

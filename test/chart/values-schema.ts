@@ -84,6 +84,7 @@ const simulatorModel = (): Schema =>
       decode_per_seq_ms: num({ minimum: 0 }),
     }),
     scheduler: strict({ max_num_seqs: int(1), max_waiting: int(0) }),
+    prefix_cache: strict({ block_tokens: int(1), capacity_tokens: int(0) }),
     fault: strict(
       { mode: { enum: [...FAULT_MODES] }, after_chunks: int(0), delay_ms: int(0), utf8: bool() },
       { required: ['mode'] },

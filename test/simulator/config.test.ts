@@ -13,6 +13,8 @@ decode_ms = 0
 [scheduler]
 max_num_seqs = 4
 max_waiting = 9
+[prefix_cache]
+capacity_tokens = 4096
 [fault]
 mode = "cut_mid_frame"
 utf8 = true
@@ -27,6 +29,7 @@ utf8 = true
         latency: { prefill_ms: 50, prefill_per_token_ms: 0.02, decode_ms: 0, decode_per_seq_ms: 0.1 },
         maxNumSeqs: 4,
         maxWaiting: 9,
+        prefixCache: { blockTokens: 16, capacityTokens: 4096 },
         fault: { mode: 'cut_mid_frame', afterChunks: 3, delayMs: 10, utf8: true },
         source: 'llama.toml',
       },
@@ -58,6 +61,8 @@ utf8 = true
     ['name = "a"\n[scheduler]\nmax_num_seqs = 0\n', 'scheduler.max_num_seqs'],
     ['name = "a"\n[scheduler]\nmax_waiting = -1\n', 'scheduler.max_waiting'],
     ['name = "a"\n[latency]\ndecode_ms = -1\n', 'latency.decode_ms'],
+    ['name = "a"\n[prefix_cache]\nblock_tokens = 0\n', 'prefix_cache.block_tokens'],
+    ['name = "a"\n[prefix_cache]\ncapacity = 10\n', 'unknown key "prefix_cache.capacity"'],
     ['[latency]\n', 'name'],
     ['name = \n', 'invalid TOML'],
   ])('refuses %j naming the file and the key', (text, expected) => {

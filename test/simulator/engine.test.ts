@@ -7,6 +7,7 @@ import {
   type EngineObserver,
   type SequenceRequest,
 } from '../../src/simulator/engine/engine.js';
+import type { PrefixCacheConfig } from '../../src/simulator/engine/prefix-cache.js';
 
 /** A hand-driven clock: timers fire only when the test says so, optionally late. */
 class ManualClock implements EngineClock {
@@ -50,12 +51,25 @@ const quietObserver: EngineObserver = {
   interToken: () => {},
   finished: () => {},
   aborted: () => {},
+  prefixCache: () => {},
 };
 
-function setup(options: { latency?: Partial<LatencyConfig>; maxNumSeqs?: number; maxWaiting?: number } = {}) {
+function setup(
+  options: {
+    latency?: Partial<LatencyConfig>;
+    maxNumSeqs?: number;
+    maxWaiting?: number;
+    prefixCache?: PrefixCacheConfig;
+  } = {},
+) {
   const clock = new ManualClock();
   const finished: string[] = [];
-  const observer: EngineObserver = { ...quietObserver, finished: (reason) => finished.push(reason) };
+  const lookups: [number, number][] = [];
+  const observer: EngineObserver = {
+    ...quietObserver,
+    finished: (reason) => finished.push(reason),
+    prefixCache: (queried, hits) => lookups.push([queried, hits]),
+  };
   const engine = new Engine(
     'm',
     { ...LATENCY, ...options.latency },
@@ -63,8 +77,9 @@ function setup(options: { latency?: Partial<LatencyConfig>; maxNumSeqs?: number;
     options.maxWaiting ?? 0,
     observer,
     clock,
+    options.prefixCache,
   );
-  return { clock, engine, finished };
+  return { clock, engine, finished, lookups };
 }
 
 interface Tracked {
@@ -82,7 +97,15 @@ function submit(
 ): { tracked: Tracked; seq: ReturnType<Engine['submit']> } {
   const tracked: Tracked = { name, tokens: [], aborted: false, blocked: false };
   const seq = env.engine.submit(
-    { promptTokens: 10, outputTokens: 3, priority: 0, external: false, finishReason: 'stop', ...request },
+    {
+      promptTokens: 10,
+      promptTokenList: () => Array.from({ length: 10 }, (_, i) => `${name}-${i}`),
+      outputTokens: 3,
+      priority: 0,
+      external: false,
+      finishReason: 'stop',
+      ...request,
+    },
     {
       onToken: () => tracked.tokens.push(env.clock.t),
       onFinish: () => (tracked.finishedAt = env.clock.t),
@@ -261,5 +284,61 @@ describe('engine scheduling and pacing', () => {
     const d = submit(env, 'd').tracked;
     env.clock.run();
     expect(d.tokens).toHaveLength(3);
+  });
+});
+
+describe('engine with a prefix cache', () => {
+  /** A prompt of `shared` tokens every conversation starts with, then `own` tokens of its own. */
+  const prompt = (shared: number, own: number, who: string): string[] => [
+    ...Array.from({ length: shared }, (_, i) => `system-${i}`),
+    ...Array.from({ length: own }, (_, i) => `${who}-${i}`),
+  ];
+  const withPrompt = (tokens: string[]): Partial<SequenceRequest> => ({
+    promptTokens: tokens.length,
+    promptTokenList: () => tokens,
+  });
+
+  it('prefills only what the cache lacks: the first token of a request sharing a prefix comes sooner', () => {
+    // 1 ms per prompt token makes the prefill's length visible in the first token's time.
+    const env = setup({
+      latency: { prefill_ms: 10, prefill_per_token_ms: 1 },
+      prefixCache: { blockTokens: 16, capacityTokens: 10_000 },
+    });
+    submit(env, 'a', withPrompt(prompt(320, 40, 'a')));
+    env.clock.run();
+    const started = env.clock.t;
+    const { tracked } = submit(env, 'b', withPrompt(prompt(320, 40, 'b')));
+    env.clock.run();
+    // 320 shared tokens are 20 full blocks: 360 - 320 = 40 tokens prefilled, 10 + 40 ms.
+    expect(tracked.tokens[0]! - started).toBe(50);
+    expect(env.lookups).toEqual([
+      [360, 0],
+      [360, 320],
+    ]);
+  });
+
+  it('caches only full blocks, matches only from the first block on, and evicts the least recently used', () => {
+    const env = setup({ prefixCache: { blockTokens: 4, capacityTokens: 8 } });
+    const run = (tokens: string[]): void => {
+      submit(env, 'x', withPrompt(tokens));
+      env.clock.run();
+    };
+    run(['a', 'b', 'c', 'd', 'e', 'f']); // one full block [a b c d]; [e f] is not cached
+    run(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']); // hits [a b c d], caches [e f g h]
+    run(['z', 'b', 'c', 'd']); // another first block: no hit
+    // [z b c d] evicted the older prompt's tail [e f g h] (capacity 2 blocks), not its prefix.
+    run(['a', 'b', 'c', 'd']);
+    expect(env.lookups.map(([, hits]) => hits)).toEqual([0, 4, 0, 4]);
+  });
+
+  it('without a capacity, no lookups and prefill as before', () => {
+    const env = setup({ latency: { prefill_ms: 10, prefill_per_token_ms: 1 } });
+    submit(env, 'a', withPrompt(prompt(320, 40, 'a')));
+    env.clock.run();
+    const started = env.clock.t;
+    const { tracked } = submit(env, 'b', withPrompt(prompt(320, 40, 'b')));
+    env.clock.run();
+    expect(tracked.tokens[0]! - started).toBe(370);
+    expect(env.lookups).toEqual([]);
   });
 });

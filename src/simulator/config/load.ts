@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
 import { fsReason } from '../../lib/fs-reason.js';
+import type { PrefixCacheConfig } from '../engine/prefix-cache.js';
 import type { FaultSpec } from '../faults/modes.js';
 import { modelFileSchema, type LatencyConfig } from './schema.js';
 
@@ -13,6 +14,7 @@ export interface ModelConfig {
   latency: LatencyConfig;
   maxNumSeqs: number;
   maxWaiting: number;
+  prefixCache: PrefixCacheConfig;
   fault: FaultSpec | undefined;
   /** The file it came from, or `built-in`. */
   source: string;
@@ -110,6 +112,10 @@ function toModel(file: ReturnType<typeof modelFileSchema.parse>, source: string)
     latency: file.latency,
     maxNumSeqs: file.scheduler.max_num_seqs,
     maxWaiting: file.scheduler.max_waiting,
+    prefixCache: {
+      blockTokens: file.prefix_cache.block_tokens,
+      capacityTokens: file.prefix_cache.capacity_tokens,
+    },
     fault: file.fault && {
       mode: file.fault.mode,
       afterChunks: file.fault.after_chunks,

@@ -21,6 +21,14 @@ export const schedulerSchema = z.strictObject({
   max_waiting: z.int().min(0).max(U32_MAX).default(0),
 });
 
+/** vLLM's automatic prefix caching (off unless `capacity_tokens` is set). */
+export const prefixCacheSchema = z.strictObject({
+  /** Tokens per cached block (vLLM's block size). */
+  block_tokens: z.int().min(1).max(U32_MAX).default(16),
+  /** Tokens the cache holds; 0 turns it off. Least recently used blocks are evicted. */
+  capacity_tokens: z.int().min(0).max(U32_MAX).default(0),
+});
+
 export const faultTableSchema = z.strictObject({
   mode: z.enum(FAULT_MODES),
   after_chunks: z.int().min(0).max(U32_MAX).default(FAULT_DEFAULTS.afterChunks),
@@ -34,6 +42,7 @@ export const modelFileSchema = z.strictObject({
   output_tokens: z.int().min(1).max(U32_MAX).default(64),
   latency: latencySchema.prefault({}),
   scheduler: schedulerSchema.prefault({}),
+  prefix_cache: prefixCacheSchema.prefault({}),
   fault: faultTableSchema.optional(),
 });
 

@@ -1,6 +1,7 @@
 import type { LatencyConfig } from '../config/schema.js';
 import { realClock, type EngineClock } from './clock.js';
 import { stepDurationMs } from './latency.js';
+import { PrefixCache, blockHashes, type PrefixCacheConfig } from './prefix-cache.js';
 import { WaitQueue, type Queued } from './wait-queue.js';
 
 /**
@@ -24,6 +25,8 @@ export interface SequenceEvents {
 
 export interface SequenceRequest {
   promptTokens: number;
+  /** The prompt's tokens, read only by a prefix cache (built when asked). */
+  promptTokenList: () => string[];
   outputTokens: number;
   priority: number;
   /**
@@ -41,6 +44,8 @@ export interface EngineObserver {
   interToken: (seconds: number) => void;
   finished: (reason: string, e2eSeconds: number) => void;
   aborted: () => void;
+  /** A prompt was prefilled with a prefix cache: its tokens, and how many were found cached. */
+  prefixCache: (queriedTokens: number, hitTokens: number) => void;
 }
 
 export type Admission =
@@ -54,6 +59,12 @@ export interface CapacityRecord {
   max_num_seqs: number;
   waiting: number;
   running: number;
+}
+
+/** What the KV-cache usage gauge reads. */
+export interface CacheUsage {
+  cachedTokens: number;
+  capacityTokens: number;
 }
 
 export class Sequence implements Queued {
@@ -127,6 +138,7 @@ export class Engine {
   private maxWaiting: number;
   private readonly observer: EngineObserver;
   private readonly clock: EngineClock;
+  private readonly prefixCache: PrefixCache | undefined;
 
   constructor(
     model: string,
@@ -135,6 +147,7 @@ export class Engine {
     maxWaiting: number,
     observer: EngineObserver,
     clock: EngineClock = realClock,
+    prefixCache: PrefixCacheConfig = { blockTokens: 16, capacityTokens: 0 },
   ) {
     this.model = model;
     this.latency = latency;
@@ -142,6 +155,13 @@ export class Engine {
     this.maxWaiting = maxWaiting;
     this.observer = observer;
     this.clock = clock;
+    this.prefixCache = prefixCache.capacityTokens > 0 ? new PrefixCache(prefixCache) : undefined;
+  }
+
+  /** The prefix cache's occupancy; undefined without one. */
+  cacheUsage(): CacheUsage | undefined {
+    const cache = this.prefixCache;
+    return cache && { cachedTokens: cache.cachedTokens, capacityTokens: cache.capacityTokens };
   }
 
   get isRunning(): boolean {
@@ -243,7 +263,7 @@ export class Engine {
       seq.state = 'running';
       this.running.add(seq);
       batch.push(seq);
-      prefillTokens += seq.request.promptTokens;
+      prefillTokens += seq.request.promptTokens - this.cachedPrefix(seq.request);
     }
     const prefillSeqs = batch.length;
     let decodeSeqs = 0;
@@ -261,6 +281,15 @@ export class Engine {
     this.batch = batch;
     this.stepEnd = this.simClock + stepDurationMs(this.latency, { prefillSeqs, prefillTokens, decodeSeqs });
     this.cancelTimer = this.clock.schedule(this.endStep, this.stepEnd - this.clock.now());
+  }
+
+  /** Tokens of the prompt's prefix found in the prefix cache (which then holds the whole prompt). */
+  private cachedPrefix(request: SequenceRequest): number {
+    const cache = this.prefixCache;
+    if (cache === undefined) return 0;
+    const hits = cache.prefill(blockHashes(request.promptTokenList(), cache.blockTokens));
+    this.observer.prefixCache(request.promptTokens, hits);
+    return hits;
   }
 
   private readonly endStep = (): void => {

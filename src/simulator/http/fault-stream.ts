@@ -54,6 +54,7 @@ export function faultStream(
     res,
     {
       promptTokens: request.promptTokens,
+      promptTokenList: request.promptTokenList,
       outputTokens: 1,
       priority: request.priority,
       external: true,

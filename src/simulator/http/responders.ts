@@ -21,6 +21,7 @@ import { openStream, writable, writeFrame } from './sse.js';
 function sequenceRequest(request: CompletionRequest, plan: OutputPlan): SequenceRequest {
   return {
     promptTokens: request.promptTokens,
+    promptTokenList: request.promptTokenList,
     outputTokens: plan.length,
     priority: request.priority,
     external: false,

@@ -1,10 +1,11 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EngineObserver } from '../engine/engine.js';
+import type { CacheUsage, EngineObserver } from '../engine/engine.js';
 
 /** The engine state the gauges read at scrape time. */
 export interface EngineGaugeSource {
   model: string;
   capacity: () => { running: number; waiting: number; max_num_seqs: number };
+  cacheUsage: () => CacheUsage | undefined;
 }
 
 // vLLM's bucket boundaries, so dashboards built for vLLM show the same resolution.
@@ -33,6 +34,8 @@ export class SimMetrics {
   private readonly rejections: Counter<'model_name' | 'code'>;
   private readonly generationTokens: Counter<'model_name'>;
   private readonly promptTokens: Counter<'model_name'>;
+  private readonly prefixQueries: Counter<'model_name'>;
+  private readonly prefixHits: Counter<'model_name'>;
 
   constructor() {
     const registers = [this.registry];
@@ -57,13 +60,15 @@ export class SimMetrics {
     });
     new Gauge({
       name: 'vllm:kv_cache_usage_perc',
-      help: 'Share of sequence slots in use (running / max_num_seqs); 1 means full.',
+      help: 'KV cache in use, 0 to 1: the larger of the share of sequence slots running (running / max_num_seqs) and the share of the prefix cache holding blocks (cached / capacity tokens).',
       labelNames: ['model_name'],
       registers,
       collect() {
         for (const source of sources) {
           const { running, max_num_seqs } = source.capacity();
-          this.set({ model_name: source.model }, Math.min(1, running / max_num_seqs));
+          const cache = source.cacheUsage();
+          const cached = cache === undefined ? 0 : cache.cachedTokens / cache.capacityTokens;
+          this.set({ model_name: source.model }, Math.min(1, Math.max(running / max_num_seqs, cached)));
         }
       },
     });
@@ -100,6 +105,18 @@ export class SimMetrics {
       labelNames: ['model_name'],
       registers,
     });
+    this.prefixQueries = new Counter({
+      name: 'vllm:prefix_cache_queries_total',
+      help: 'Prompt tokens looked up in the prefix cache (0 while the model has none).',
+      labelNames: ['model_name'],
+      registers,
+    });
+    this.prefixHits = new Counter({
+      name: 'vllm:prefix_cache_hits_total',
+      help: 'Prompt tokens found in the prefix cache, so not prefilled.',
+      labelNames: ['model_name'],
+      registers,
+    });
     this.generationTokens = new Counter({
       name: 'vllm:generation_tokens_total',
       help: 'Number of generation tokens processed.',
@@ -122,6 +139,8 @@ export class SimMetrics {
 
   track(source: EngineGaugeSource): void {
     this.sources.push(source);
+    this.prefixQueries.labels(source.model).inc(0);
+    this.prefixHits.labels(source.model).inc(0);
     // Zero-valued series from the start, so rate() and absent() behave before the first event.
     this.success.labels(source.model, 'stop').inc(0);
     this.success.labels(source.model, 'length').inc(0);
@@ -134,6 +153,8 @@ export class SimMetrics {
     const e2e = this.e2e.labels(model);
     const generated = this.generationTokens.labels(model);
     const aborted = this.success.labels(model, 'abort');
+    const queried = this.prefixQueries.labels(model);
+    const hit = this.prefixHits.labels(model);
     return {
       firstToken: (seconds) => {
         ttft.observe(seconds);
@@ -148,6 +169,10 @@ export class SimMetrics {
         this.success.labels(model, reason).inc();
       },
       aborted: () => aborted.inc(),
+      prefixCache: (queriedTokens, hitTokens) => {
+        queried.inc(queriedTokens);
+        hit.inc(hitTokens);
+      },
     };
   }
 

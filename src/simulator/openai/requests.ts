@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { estimateTokens } from '../text/count.js';
+import { estimateTokens, textTokens } from '../text/count.js';
 import type { EndpointKind } from './frames.js';
 
 /** The fields of a completion request the simulator acts on; everything else is accepted and ignored. */
@@ -10,6 +10,11 @@ export interface CompletionRequest {
   maxTokens: number | undefined;
   priority: number;
   promptTokens: number;
+  /**
+   * The prompt's `promptTokens` tokens, built only when asked (for the prefix cache): a chat
+   * message's template tokens, then its text; a text prompt's text, or its token ids.
+   */
+  promptTokenList: () => string[];
   /** Where echo directives are looked for: the last chat message, or a text prompt. */
   directiveText: string | undefined;
 }
@@ -72,6 +77,14 @@ function parseChat(body: unknown): RequestParse {
       maxTokens: data.max_completion_tokens ?? data.max_tokens ?? undefined,
       priority: data.priority ?? 0,
       promptTokens,
+      promptTokenList: () => {
+        const tokens: string[] = [];
+        for (const msg of data.messages) {
+          for (let i = 0; i < MESSAGE_OVERHEAD_TOKENS; i++) tokens.push(`<|${msg.role}|${i}>`);
+          textTokens(messageText(msg.content), tokens);
+        }
+        return tokens;
+      },
       directiveText: last,
     },
   };
@@ -102,6 +115,7 @@ function parseText(body: unknown): RequestParse {
       maxTokens: data.max_tokens ?? undefined,
       priority: data.priority ?? 0,
       promptTokens: typeof prompt === 'string' ? estimateTokens(prompt) : prompt.length,
+      promptTokenList: () => (typeof prompt === 'string' ? textTokens(prompt) : prompt.map(String)),
       directiveText: typeof prompt === 'string' ? prompt : undefined,
     },
   };

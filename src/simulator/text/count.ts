@@ -6,6 +6,16 @@ export function estimateTokens(text: string): number {
   return text.length === 0 ? 0 : Math.ceil(text.length / 4);
 }
 
+/**
+ * The tokens `estimateTokens` counts, as strings: the text in slices of four characters. Equal text
+ * gives equal tokens, so two prompts that start alike share their leading tokens (the prefix cache's
+ * blocks).
+ */
+export function textTokens(text: string, into: string[] = []): string[] {
+  for (let i = 0; i < text.length; i += 4) into.push(text.slice(i, i + 4));
+  return into;
+}
+
 /** Splits scripted text into frame-sized pieces: a word with its trailing space, long words cut. */
 export function splitIntoPieces(text: string, maxChars = 16): string[] {
   const pieces: string[] = [];
