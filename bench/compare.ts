@@ -44,7 +44,7 @@ import {
   type Arrivals,
   type StreamRunResult,
 } from './drivers/streaming.ts';
-import { BENCH_TOKEN, GATEWAY_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
+import { BENCH_TOKEN, COMPARE_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
 import { STREAM_CHUNKS } from './support/payloads.ts';
 import { loopbackRoundTrip, machineStateLine } from './support/machine-state.ts';
 import { stealSeconds } from './support/process.ts';
@@ -89,7 +89,7 @@ function parseVariant(text: string): Variant {
   const name = fields.get('name');
   const proxy = (fields.get('proxy') ?? 'plain') as Variant['proxy'];
   if (!name) throw new Error(`variant without a name: ${text}`);
-  if (proxy !== 'direct' && proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy))
+  if (proxy !== 'direct' && proxy !== 'floor' && !COMPARE_KINDS.includes(proxy))
     throw new Error(`unknown proxy ${proxy}`);
   const words = (key: string): string[] =>
     fields

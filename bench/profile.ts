@@ -51,7 +51,7 @@ import { closedLoopStreams, openLoopStreams } from './drivers/streaming.ts';
 import { reloadWindow } from './scenarios/reload.ts';
 import {
   BENCH_TOKEN,
-  GATEWAY_KINDS,
+  COMPARE_KINDS,
   gatewayConfig,
   manyAliasesConfig,
   type GatewayKind,
@@ -118,7 +118,7 @@ function onGcLine(line: string): void {
   else gc.majors++;
 }
 const proxy = values.proxy as GatewayKind | 'floor';
-if (proxy !== 'floor' && !GATEWAY_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
+if (proxy !== 'floor' && !COMPARE_KINDS.includes(proxy)) throw new Error(`unknown proxy ${proxy}`);
 const load = values.load;
 if (!['closed', 'open', 'stream', 'paced', 'reload', 'connections'].includes(load ?? ''))
   throw new Error(`unknown load ${load}`);

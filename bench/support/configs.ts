@@ -8,9 +8,12 @@ const NEVER_RATE = { requests_per_second: 10_000_000, burst_size: 10_000_000 };
 const NEVER_CONCURRENCY = { max_concurrent_requests: 1_000_000 };
 const NEVER_TOKENS = { tokens_per_minute: 1_000_000_000_000, burst_tokens: 1_000_000_000_000 };
 
-export type GatewayKind = 'plain' | 'limits' | 'pool' | 'strict';
+export type GatewayKind = 'plain' | 'limits' | 'pool' | 'strict' | 'least' | 'affinity';
 
+/** The rows of the full benchmark. */
 export const GATEWAY_KINDS: readonly GatewayKind[] = ['plain', 'limits', 'pool', 'strict'];
+/** Every configuration `compare.ts` and `profile.ts` run: the rows, and the picking strategies' pools. */
+export const COMPARE_KINDS: readonly GatewayKind[] = [...GATEWAY_KINDS, 'least', 'affinity'];
 
 export const GATEWAY_DESCRIPTIONS: Record<GatewayKind, string> = {
   plain: 'one alias, one provider, no keys',
@@ -18,6 +21,8 @@ export const GATEWAY_DESCRIPTIONS: Record<GatewayKind, string> = {
     "keyed auth (named key with account), key + target rate limit, key + target concurrency limit, account in-flight limit, key token limit (checked, and charged each response's usage)",
   pool: 'priority pool of two providers, fallback (on 429/5xx and connection errors), AIMD share controller, outlier ejection, provider timeouts',
   strict: 'strict_mode: true, one alias',
+  least: 'least_request pool of two providers',
+  affinity: 'prefix_affinity pool of two providers (the body parsed, its prompt hashed, per request)',
 };
 
 const base = (port: number): string => `http://127.0.0.1:${port}/v1`;
@@ -80,6 +85,19 @@ export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Reco
       };
     case 'strict':
       return { strict_mode: true, targets: { [ALIAS]: { url: base(first) } } };
+    case 'least':
+    case 'affinity':
+      return {
+        targets: {
+          [ALIAS]: {
+            strategy: kind === 'least' ? 'least_request' : 'prefix_affinity',
+            providers: [
+              { name: 'primary', url: base(first) },
+              { name: 'secondary', url: base(second) },
+            ],
+          },
+        },
+      };
   }
 }
 

@@ -6,6 +6,7 @@ import { ConfigWatcher, type ConfigChange, type ConfigDocument } from './config/
 import { AimdMetrics } from './balance/aimd-metrics.js';
 import { AimdRegistry } from './balance/aimd-registry.js';
 import { OutlierMetrics, OutlierRegistry } from './balance/outliers.js';
+import { PickerMetrics, PickerRegistry } from './balance/pool-picker.js';
 import { createAdminServer } from './http/admin-server.js';
 import { ConnectionTracker } from './lifecycle/connection-tracker.js';
 import { listenOn } from './http/listen.js';
@@ -67,11 +68,13 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     metrics: new OutlierMetrics(metrics.registry, metrics.prefix),
     logger,
   });
+  const pickers = new PickerRegistry(new PickerMetrics(metrics.registry, metrics.prefix));
   const compileOptions = {
     enforceBatchInflight: options.enforceBatchInflight,
     batchLimiter: deps.batchLimiter,
     aimd,
     outliers,
+    pickers,
     sharedLimits: undefined as SharedLimitStore | undefined,
   };
   const origin: ConfigOrigin =
@@ -93,6 +96,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     }
     runtime = compiled.table;
     outliers.commit();
+    pickers.commit();
     metrics.configInfo.set({ hash: startup.hash }, 1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);
     metrics.configLastReloadSuccessful.set(1);
@@ -142,6 +146,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     const previousHash = runtime?.hash;
     runtime = next;
     outliers.commit();
+    pickers.commit();
     metrics.configReloads.inc({ result: 'success' });
     metrics.configLastReloadSuccessful.set(1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);

@@ -18,24 +18,25 @@ interface P {
 const pool = (...weights: number[]): P[] =>
   weights.map((weight, i) => ({ name: String.fromCharCode(65 + i), weight }));
 const names = (order: readonly P[]): string => order.map((p) => p.name).join('');
+const noInput = () => ({ json: undefined, sessionHeader: undefined });
 
 describe('priority', () => {
   it('is definition order, returned without copying', () => {
     const providers = pool(1, 5, 1);
     expect(priorityOrder(providers)).toBe(providers);
-    expect(attemptOrder('priority', providers, scripted([]))).toBe(providers);
-    expect(names(attemptOrder('priority', providers, scripted([])))).toBe('ABC');
+    expect(attemptOrder('priority', providers, scripted([]), {}, noInput)).toBe(providers);
+    expect(names(attemptOrder('priority', providers, scripted([]), {}, noInput))).toBe('ABC');
   });
 
   it('asks the share controller for the order when one runs', () => {
     const providers = pool(1, 1, 1);
     const share: PriorityReorder = { orderFor: (p) => deferPreferred(p) };
-    expect(names(attemptOrder('priority', providers, scripted([]), share))).toBe('BAC');
+    expect(names(attemptOrder('priority', providers, scripted([]), { share }, noInput))).toBe('BAC');
   });
 
   it('leaves a single-provider target alone', () => {
     const providers = pool(1);
-    expect(attemptOrder('single', providers, scripted([]))).toBe(providers);
+    expect(attemptOrder('single', providers, scripted([]), {}, noInput)).toBe(providers);
   });
 });
 

@@ -7,6 +7,7 @@
  */
 
 import type { PoolStrategy } from '../config/schema/index.js';
+import type { PickInput, PoolPicker } from './pool-picker.js';
 
 /** A uniform number in [0, 1), like `Math.random`. Injected so tests script the draws. */
 export type Random = () => number;
@@ -85,22 +86,38 @@ export function deferPreferred<T>(providers: readonly T[]): readonly T[] {
   return order;
 }
 
+/** What decides a pool's order besides its strategy. */
+export interface OrderDeps {
+  /** The pool's share controller when one runs (priority pools only). */
+  readonly share?: PriorityReorder | undefined;
+  /** The pool's picker (the load-aware strategies). */
+  readonly picker?: PoolPicker | undefined;
+}
+
 /**
- * The attempt order for one request: the single entry point for the attempt loop. `share` is the
- * pool's share controller when one runs (priority pools only; ignored otherwise).
+ * The attempt order for one request: the single entry point for the attempt loop. `input` is read
+ * only by `prefix_affinity` (it is called only for it).
  */
 export function attemptOrder<T extends Weighted>(
   strategy: RouteStrategy,
   providers: readonly T[],
   random: Random,
-  share?: PriorityReorder,
+  deps: OrderDeps,
+  input: () => PickInput,
 ): readonly T[] {
   switch (strategy) {
     case 'weighted_random':
       return weightedRandomOrder(providers, random);
     case 'priority':
-      return share ? share.orderFor(providers) : priorityOrder(providers);
+      return deps.share ? deps.share.orderFor(providers) : priorityOrder(providers);
     case 'single':
       return providers;
+    case 'round_robin':
+    case 'least_request':
+      return deps.picker!.order(providers, NO_INPUT, random);
+    case 'prefix_affinity':
+      return deps.picker!.order(providers, input(), random);
   }
 }
+
+const NO_INPUT: PickInput = { json: undefined, sessionHeader: undefined };

@@ -41,6 +41,8 @@ function takeProviderConcurrency(provider: ProviderRoute, grants: GrantSet): May
   return isPromise(answer) ? answer.then((granted) => grants.hold(granted)) : grants.hold(answer);
 }
 
+/** The request header that names a session for `prefix_affinity` (after the body's keys). */
+const SESSION_HEADER = 'x-session-id';
 /** The client's error when the last attempt was abandoned for a timeout; otherwise 503. */
 const NO_PROVIDER_LEFT: Partial<Record<AbandonReason, () => GatewayError>> = {
   deadline: gatewayErrors.firstTokenTimeout,
@@ -86,7 +88,11 @@ class AttemptLoop implements HeadListener, AttemptListener {
     this.#deps = deps;
     const route = ctx.route!;
     const fallback = route.fallback;
-    const order = attemptOrder(route.strategy, route.providers, Math.random, route.share);
+    const order = attemptOrder(route.strategy, route.providers, Math.random, route, () => {
+      parseJsonBody(ctx);
+      const session = ctx.req.headers[SESSION_HEADER];
+      return { json: ctx.json, sessionHeader: typeof session === 'string' ? session : undefined };
+    });
     // Ejected providers are skipped whatever the strategy and the share controller chose; a pool
     // always keeps at least one provider in selection.
     this.#order = route.outliers === undefined ? order : route.outliers.withoutEjected(order);

@@ -177,6 +177,7 @@ export class Attempt implements Grant, AbandonListener {
     this.last = plan.last;
     this.mode = plan.mode;
     this.probe = ctx.route!.share?.startAttempt(plan.provider.index === 0 ? 'preferred' : 'alternate');
+    ctx.route!.picker?.started(plan.provider.index);
     this.span = ctx.span === NOOP_SPAN ? NOOP_SPAN : attemptSpan(ctx, plan.provider, plan.number);
     ctx.onAbandon(this);
     if (plan.deadlineMs !== undefined) {
@@ -406,6 +407,7 @@ export class Attempt implements Grant, AbandonListener {
     // A response the client left before its end says nothing of the provider; a cut said so itself.
     const health = this.#health === 'success' && !this.#ctx.res.writableFinished ? undefined : this.#health;
     this.#ctx.route!.outliers?.record(this.provider.index, health);
+    this.#ctx.route!.picker?.ended(this.provider.index);
     this.probe?.end();
     endSpan(this.span);
     this.#grants?.release();

@@ -1,6 +1,7 @@
 import { buildKeyIndex } from '../auth/keys.js';
 import { describePool, type AimdRegistry } from '../balance/aimd-registry.js';
 import type { OutlierRegistry, OutlierSettings } from '../balance/outliers.js';
+import type { AffinitySettings, LoadStrategy, PickerRegistry } from '../balance/pool-picker.js';
 import { parseEndpoint, upstreamTimeouts } from '../http/upstream.js';
 import { compileReasoningTranslation } from '../reasoning/index.js';
 import type { BatchLimiterFactory } from '../limits/batch.js';
@@ -18,6 +19,7 @@ import type {
   TokenPrices,
 } from './table.js';
 import {
+  AFFINITY_DEFAULTS,
   DEFAULT_STRATEGY,
   DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
   DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
@@ -42,6 +44,11 @@ export interface CompileOptions {
    * caller commits it once the compiled table is in use.
    */
   outliers?: OutlierRegistry | undefined;
+  /**
+   * Pools' pickers (the load-aware strategies) across reloads; absent when compiling only to check a
+   * file. The caller commits it once the compiled table is in use.
+   */
+  pickers?: PickerRegistry | undefined;
   /**
    * Limits shared across replicas (`--shared-state`): when given, every token bucket, concurrency
    * limit, account in-flight limit and enforced batch cap comes from it instead of the in-memory
@@ -120,6 +127,7 @@ export function compileRuntime(
 
   const routes = new Map<string, AliasRoute>();
   options.outliers?.begin();
+  options.pickers?.begin();
   const targetKeys = Object.keys(config.targets);
   const modelOf = (key: string): string => requestClassOf(key, targetKeys)?.alias ?? key;
   // Last of the stateful steps: rebuilding parks and retires controllers of the previous table.
@@ -167,6 +175,16 @@ export function compileRuntime(
             ),
       requestUsageInStreams: target.usage?.request_in_streams ?? config.usage?.request_in_streams ?? false,
       share: shares?.get(key),
+      picker:
+        loadStrategyOf(target) === undefined
+          ? undefined
+          : options.pickers?.pool(
+              model,
+              key,
+              loadStrategyOf(target)!,
+              providers.map((p) => p.name),
+              target.strategy === 'prefix_affinity' ? affinitySettings(target) : undefined,
+            ),
       reasoning: providers.map((p) => p.reasoning),
     });
   }
@@ -186,6 +204,24 @@ export function compileRuntime(
       rateLimitHeaders: config.rate_limit_headers ?? true,
       limiters: registry.finish(),
     },
+  };
+}
+
+const LOAD_STRATEGIES: ReadonlySet<string> = new Set(['round_robin', 'least_request', 'prefix_affinity']);
+
+/** The strategy of a pool whose picker reads its load, or undefined. */
+function loadStrategyOf(target: ResolvedTarget): LoadStrategy | undefined {
+  const strategy = target.providers === undefined ? undefined : target.strategy;
+  return strategy !== undefined && LOAD_STRATEGIES.has(strategy) ? (strategy as LoadStrategy) : undefined;
+}
+
+function affinitySettings(target: ResolvedTarget): AffinitySettings {
+  const affinity = target.affinity;
+  return {
+    loadBound: affinity?.load_bound ?? AFFINITY_DEFAULTS.load_bound,
+    tableEntries: affinity?.table_entries ?? AFFINITY_DEFAULTS.table_entries,
+    blockChars: affinity?.block_chars ?? AFFINITY_DEFAULTS.block_chars,
+    maxBlocks: affinity?.max_blocks ?? AFFINITY_DEFAULTS.max_blocks,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { KeyIndex, TargetAuth } from '../auth/keys.js';
 import type { ShareController } from '../balance/aimd.js';
 import type { PoolOutliers } from '../balance/outliers.js';
+import type { PoolPicker } from '../balance/pool-picker.js';
 import type { RouteStrategy } from '../balance/strategies.js';
 import type { CompiledReasoning } from '../reasoning/index.js';
 import type { UpstreamEndpoint, UpstreamTimeouts } from '../http/upstream.js';
@@ -79,6 +80,8 @@ export interface AliasRoute {
   readonly requestUsageInStreams: boolean;
   /** The first-token share controller of an eligible priority pool (spec 3.1). */
   readonly share: ShareController | undefined;
+  /** The pool's load-aware picker (`round_robin`, `least_request`, `prefix_affinity`), else undefined. */
+  readonly picker: PoolPicker | undefined;
   /** `providers[i].reasoning` in configuration order: what `planReasoning` takes. */
   readonly reasoning: readonly (CompiledReasoning | undefined)[];
 }

@@ -4,7 +4,13 @@
 export const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 export type Effort = (typeof EFFORTS)[number];
 
-export const STRATEGIES = ['weighted_random', 'priority'] as const;
+export const STRATEGIES = [
+  'weighted_random',
+  'priority',
+  'round_robin',
+  'least_request',
+  'prefix_affinity',
+] as const;
 /** The `strategy` a pool may configure. */
 export type PoolStrategy = (typeof STRATEGIES)[number];
 /** A pool without `strategy` balances at random by weight. */

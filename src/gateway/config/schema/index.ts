@@ -38,6 +38,8 @@ export type { AimdOverrides, AimdParameters } from './aimd.js';
 export { FallbackSchema } from './fallback.js';
 export { TIMEOUT_DEFAULTS, TimeoutsSchema, resolveTimeouts } from './timeouts.js';
 export { OUTLIER_DEFAULTS, OutlierDetectionSchema } from './outliers.js';
+export { AFFINITY_DEFAULTS, AffinitySchema } from './affinity.js';
+export type { AffinityConfig } from './affinity.js';
 export type { OutlierDetectionConfig } from './outliers.js';
 export type { ResolvedTimeouts, TimeoutsConfig } from './timeouts.js';
 export type { FallbackConfig } from './fallback.js';

@@ -190,7 +190,11 @@ export const CROSS_FIELD_RULES: readonly CrossFieldRule[] = Object.freeze([
     text: 'A target has either `url` (single-provider target) or `providers` (pool), not both and not neither.',
     apiServer: true,
   },
-  { text: '`strategy`, `fallback` and `outlier_detection` are only valid on a pool.', apiServer: true },
+  {
+    text: '`strategy`, `fallback`, `outlier_detection` and `affinity` are only valid on a pool.',
+    apiServer: true,
+  },
+  { text: '`affinity` is only valid with `strategy: prefix_affinity`.', apiServer: true },
   {
     text: '`propagate_trace_context` is not valid on the top level of a pool; set it on each provider entry.',
     apiServer: true,

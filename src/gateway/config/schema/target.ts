@@ -23,6 +23,7 @@ import { resolveAimd } from './aimd.js';
 import { FallbackSchema } from './fallback.js';
 import { TimeoutsSchema } from './timeouts.js';
 import { OutlierDetectionSchema } from './outliers.js';
+import { AffinitySchema } from './affinity.js';
 
 const ResponseHeadersSchema = z.record(HeaderNameSchema, HeaderValueSchema).superRefine((headers, ctx) => {
   // Header names are case-insensitive: two spellings of one name would make the winner arbitrary.
@@ -211,8 +212,11 @@ const TargetObjectSchema = z.strictObject({
     // Documented, not applied: a single-provider target must be able to leave it out.
     .meta({ default: DEFAULT_STRATEGY })
     .describe(
-      'How a pool picks the provider of the first attempt: `weighted_random` picks at random in proportion to `weight`; `priority` prefers the first entry and tries the others in order. Pools only.',
+      "How a pool picks the provider of the first attempt: `weighted_random` picks at random in proportion to `weight`; `priority` prefers the first entry and tries the others in order; `round_robin` takes the providers in turn; `least_request` picks the less busy of two providers drawn at random (the gateway's own in-flight attempts); `prefix_affinity` sends a session or a conversation to the provider that served it before (the likeliest to hold its prompt's prefix in cache) under a bound on the load (`affinity`). Failover goes on in the strategy's order. Pools only.",
     ),
+  affinity: AffinitySchema.optional().describe(
+    'Settings of `strategy: prefix_affinity`. Absent: the defaults. Only with that strategy.',
+  ),
   fallback: FallbackSchema.optional().describe(
     'Retry and failover across the providers. Pools only. Absent: a single attempt per request.',
   ),
@@ -263,11 +267,16 @@ const TARGET_KUBERNETES_RULES = kubernetesRules(
     message:
       'a target has either `url` (single provider) or `providers` (pool), not both: set the url on a provider entry',
   },
-  ...(['strategy', 'fallback', 'outlier_detection'] as const).map((field) => ({
+  ...(['strategy', 'fallback', 'outlier_detection', 'affinity'] as const).map((field) => ({
     rule: `has(self.providers) || !has(self.${field})`,
     fieldPath: `.${field}`,
     message: `\`${field}\` only applies to a pool: use \`providers\` instead of \`url\` to balance or fail over`,
   })),
+  {
+    rule: "!has(self.affinity) || (has(self.strategy) && self.strategy == 'prefix_affinity')",
+    fieldPath: '.affinity',
+    message: '`affinity` configures `strategy: prefix_affinity` and is not valid with another strategy',
+  },
   {
     rule: '!has(self.providers) || !has(self.propagate_trace_context)',
     fieldPath: '.propagate_trace_context',
@@ -357,7 +366,7 @@ function checkTarget(target: TargetConfig, ctx: z.RefinementCtx): void {
         path: [],
         message: 'a target needs either `url` (single provider) or `providers` (pool)',
       });
-    for (const field of ['strategy', 'fallback', 'outlier_detection'] as const)
+    for (const field of ['strategy', 'fallback', 'outlier_detection', 'affinity'] as const)
       if (target[field] !== undefined)
         ctx.addIssue({
           code: 'custom',
@@ -379,6 +388,12 @@ function checkTarget(target: TargetConfig, ctx: z.RefinementCtx): void {
       path: ['propagate_trace_context'],
       message:
         'not valid on the top level of a pool that uses `providers`: set `propagate_trace_context` on each provider entry',
+    });
+  if (target.affinity !== undefined && target.strategy !== 'prefix_affinity')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['affinity'],
+      message: `\`affinity\` configures \`strategy: prefix_affinity\`; this pool uses \`${target.strategy ?? DEFAULT_STRATEGY}\``,
     });
 
   const identities = new Map<string, number>();
