@@ -42,7 +42,7 @@ SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
 VITEST_REPORT := test/.tmp/vitest-report.json
 
-.PHONY: help run test build lint typecheck unit bench bench-quick bench-headline scorecard e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden FORCE
+.PHONY: help run test build lint typecheck unit bench bench-quick bench-headline bench-fleet scorecard e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden FORCE
 
 help: ## List the targets
 	@echo "usage: make <target>   (make run starts the quickstart, make test runs every check)"
@@ -143,6 +143,9 @@ bench-quick: $(BUILD_STAMP) ## Short benchmark run (under two minutes)
 
 bench-headline: $(BUILD_STAMP) ## The headline table: the gateway beside the Node.js floor, nginx and Portkey in one run (about 10 minutes)
 	node bench/run.ts --headline
+
+bench-fleet: $(BUILD_STAMP) ## Routing across four simulator replicas with prefix caches: round robin, kube-proxy-like, least_request, prefix_affinity at 70% and 90% of capacity (about 12 minutes)
+	node bench/fleet.ts
 
 scorecard: $(BUILD_STAMP) ## The resilience scorecard: every provider fault against the gateway, Portkey and the provider directly; writes docs/resilience-scorecard.md (under 10 minutes)
 	node bench/scorecard/run.ts
