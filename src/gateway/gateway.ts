@@ -22,6 +22,12 @@ import { createLogger, type Logger } from './telemetry/logger.js';
 import { createAccessLog } from './telemetry/access-log.js';
 import { shutdownTracing } from './telemetry/tracing.js';
 import { GatewayMetrics, SharedStateMetrics } from './telemetry/metrics.js';
+import { noMembers, serviceReferences, type Discovery } from './discovery/members.js';
+import { DiscoveryMetrics, type ServiceEntryState } from './discovery/metrics.js';
+import type { ResolvedGatewayConfig } from './config/secrets.js';
+import type { ServiceReference } from './config/schema/index.js';
+import type { ConfigIssue } from './config/issues.js';
+import { StartupError } from './lifecycle/startup-error.js';
 
 export { ConfigLoadError } from './config/file-origin.js';
 
@@ -69,6 +75,8 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     logger,
   });
   const pickers = new PickerRegistry(new PickerMetrics(metrics.registry, metrics.prefix));
+  /** Endpoint discovery, started by the first configuration with a `service:` entry. */
+  let discovery: Discovery | undefined;
   const compileOptions = {
     enforceBatchInflight: options.enforceBatchInflight,
     batchLimiter: deps.batchLimiter,
@@ -76,7 +84,56 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     outliers,
     pickers,
     sharedLimits: undefined as SharedLimitStore | undefined,
+    members: (service: ServiceReference) => discovery?.members(service) ?? noMembers(service.namespace ?? ''),
   };
+  /** The configuration the table was compiled from: compiled again when a Service's pods change. */
+  let resolved: { config: ResolvedGatewayConfig; hash: string } | undefined;
+  let membersTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * Watches the Services a configuration names (discovery starts with the first one) and waits, a
+   * bounded time, for their first lists, so the table compiled next has their pods. Without
+   * Kubernetes credentials: the issue that names the first `service:` entry.
+   */
+  const discoverServices = async (config: ResolvedGatewayConfig): Promise<ConfigIssue | undefined> => {
+    const services = serviceReferences(config.targets);
+    if (services.length === 0) return undefined;
+    try {
+      discovery ??= await loadDiscovery(metrics, logger, liveServiceEntries, scheduleMembersCompile);
+    } catch (error) {
+      if (!(error instanceof StartupError)) throw error;
+      return { path: firstServicePath(config), message: error.message };
+    }
+    discovery.watch(services);
+    await discovery.whenListed(services, FIRST_LIST_WAIT_MS);
+    return undefined;
+  };
+  /** The table is in use: Services it no longer names are not watched any more. */
+  const committed = (config: ResolvedGatewayConfig, hash: string): void => {
+    resolved = { config, hash };
+    discovery?.retain(serviceReferences(config.targets));
+  };
+  function* liveServiceEntries(): Iterable<ServiceEntryState> {
+    for (const route of runtime?.routes.values() ?? [])
+      for (const service of route.services)
+        yield { model: route.model, pool: route.key, entry: service.entry, members: service.members };
+  }
+  /** Pods came or went: the table is compiled again (at most every MEMBERS_DEBOUNCE_MS). */
+  function scheduleMembersCompile(): void {
+    membersTimer ??= setTimeout(() => {
+      membersTimer = undefined;
+      if (resolved === undefined || runtime === undefined) return;
+      const compiled = compileRuntime(resolved.config, resolved.hash, runtime, compileOptions);
+      if (!compiled.ok) {
+        logger.error({ errors: compiled.issues }, 'compiling the new members of a pool failed unexpectedly');
+        return;
+      }
+      logMemberChanges(logger, runtime, compiled.table);
+      runtime = compiled.table;
+      outliers.commit();
+      pickers.commit();
+    }, MEMBERS_DEBOUNCE_MS);
+  }
   const origin: ConfigOrigin =
     options.configResource === undefined
       ? await openFileOrigin(options.targets!, metrics, logger)
@@ -89,14 +146,21 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
   const startup = origin.startup;
   if (startup === undefined) lifecycle.awaitConfiguration();
   else {
+    const discoveryIssue = await discoverServices(startup.config);
+    if (discoveryIssue !== undefined) {
+      await sharedLimits?.close();
+      throw new StartupError(`${discoveryIssue.path}: ${discoveryIssue.message}`);
+    }
     const compiled = compileRuntime(startup.config, startup.hash, undefined, compileOptions);
     if (!compiled.ok) {
       await sharedLimits?.close();
+      discovery?.stop();
       throw new ConfigLoadError(origin.where, compiled.issues);
     }
     runtime = compiled.table;
     outliers.commit();
     pickers.commit();
+    committed(startup.config, startup.hash);
     metrics.configInfo.set({ hash: startup.hash }, 1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);
     metrics.configLastReloadSuccessful.set(1);
@@ -121,9 +185,12 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     change: ConfigChange<ConfigDocument>,
   ): Promise<ReadonlyMap<string, string> | undefined> => {
     const loaded = await resolveLoaded(origin.parse(change.document));
-    const compiledNext = loaded.ok
-      ? compileRuntime(loaded.config, loaded.hash, runtime, compileOptions)
-      : loaded;
+    const discoveryIssue = loaded.ok ? await discoverServices(loaded.config) : undefined;
+    const compiledNext = !loaded.ok
+      ? loaded
+      : discoveryIssue !== undefined
+        ? { ok: false as const, issues: [discoveryIssue] }
+        : compileRuntime(loaded.config, loaded.hash, runtime, compileOptions);
     if (!compiledNext.ok) {
       metrics.configReloads.inc({ result: 'failure' });
       metrics.configLastReloadSuccessful.set(0);
@@ -147,6 +214,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     runtime = next;
     outliers.commit();
     pickers.commit();
+    if (loaded.ok) committed(loaded.config, loaded.hash);
     metrics.configReloads.inc({ result: 'success' });
     metrics.configLastReloadSuccessful.set(1);
     metrics.configLastReloadSuccess.set(Date.now() / 1000);
@@ -245,6 +313,8 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
         // serving the object (a drain serves only what it had admitted).
         const originStopped = origin.stop();
         watcher.stop();
+        discovery?.stop();
+        clearTimeout(membersTimer);
         aimd.stop();
         outliers.stop();
         return runShutdown(
@@ -301,6 +371,54 @@ async function loadResourceOrigin(
 ): Promise<ConfigOrigin> {
   const { openResourceOrigin } = await import('./kube/resource-origin.js');
   return openResourceOrigin({ reference, metrics, logger, lifecycle, onDocument });
+}
+
+/** How long a configuration naming a new Service waits for its first EndpointSlices before it applies. */
+const FIRST_LIST_WAIT_MS = 5000;
+/** EndpointSlice events closer together than this make one compile (a rollout sends a burst). */
+const MEMBERS_DEBOUNCE_MS = 100;
+
+/**
+ * Endpoint discovery, loaded on demand like resource mode: a gateway without a `service:` entry
+ * never loads the Kubernetes client. Throws StartupError without Kubernetes credentials.
+ */
+async function loadDiscovery(
+  metrics: GatewayMetrics,
+  logger: Logger,
+  entries: () => Iterable<ServiceEntryState>,
+  onChange: () => void,
+): Promise<Discovery> {
+  const { openEndpointDiscovery } = await import('./kube/endpoint-discovery.js');
+  return openEndpointDiscovery({
+    logger,
+    metrics: new DiscoveryMetrics(metrics.registry, metrics.prefix, entries),
+    onChange,
+  });
+}
+
+/** The JSON path of the first `service:` entry, for the issue that there is no way to follow it. */
+function firstServicePath(config: ResolvedGatewayConfig): string {
+  for (const [key, target] of Object.entries(config.targets)) {
+    const index = target.providers?.findIndex((provider) => provider.service !== undefined) ?? -1;
+    if (index >= 0) return `$.targets[${JSON.stringify(key)}].providers[${index}].service`;
+  }
+  return '$';
+}
+
+/** One line per pool whose members changed: who came, who left, how many there are. */
+function logMemberChanges(logger: Logger, before: CompiledTable, after: CompiledTable): void {
+  for (const [key, route] of after.routes) {
+    if (route.services.length === 0) continue;
+    const old = new Set(before.routes.get(key)?.providers.map((p) => p.name) ?? []);
+    const now = new Set(route.providers.map((p) => p.name));
+    const added = [...now].filter((name) => !old.has(name));
+    const removed = [...old].filter((name) => !now.has(name));
+    if (added.length > 0 || removed.length > 0)
+      logger.info(
+        { model: route.model, pool: key, members: now.size, added, removed },
+        'pool members changed',
+      );
+  }
 }
 
 /** How long startup waits for Redis before serving with the failure policy deciding. */

@@ -20,7 +20,7 @@ const providers = (n: number) => Array.from({ length: n }, (_, index) => ({ inde
 
 let pools: PoolOutliers[] = [];
 function pool(size: number, settings: Partial<OutlierSettings> = {}): PoolOutliers {
-  const names = Array.from({ length: size }, (_, i) => `p${i}`);
+  const names = Array.from({ length: size }, (_, i) => ({ name: `p${i}`, url: `http://p${i}` }));
   const deps = {
     metrics: new OutlierMetrics(new Registry(), 'gateway'),
     logger: createLogger({ level: 'silent' }),
@@ -90,42 +90,84 @@ describe('PoolOutliers', () => {
   });
 });
 
-describe('OutlierRegistry: ejection state across reloads', () => {
-  const registry = () =>
-    new OutlierRegistry({
-      metrics: new OutlierMetrics(new Registry(), 'gateway'),
-      logger: createLogger({ level: 'silent' }),
-    });
-  const compile = (r: OutlierRegistry, urls: string[], settings = SETTINGS): PoolOutliers => {
+describe('OutlierRegistry: ejection state across reloads and members', () => {
+  const registry = (metrics = new OutlierMetrics(new Registry(), 'gateway')) =>
+    new OutlierRegistry({ metrics, logger: createLogger({ level: 'silent' }) });
+  const at = (...names: string[]) => names.map((name) => ({ name, url: `http://${name}` }));
+  const compile = (
+    r: OutlierRegistry,
+    members: { name: string; url: string }[],
+    settings = SETTINGS,
+  ): PoolOutliers => {
     r.begin();
-    const state = r.pool('m', 'pool', ['a', 'b'], urls, settings);
+    const state = r.pool('m', 'pool', members, settings);
     r.commit();
     return state;
   };
+  const eager = { ...SETTINGS, consecutiveFailures: 1 };
 
-  it('keeps the state of an unchanged pool; a changed address or setting starts afresh', () => {
+  it('keeps the state of an unchanged pool; a changed setting starts afresh, and the old state stops', () => {
     const r = registry();
-    const first = compile(r, ['http://a', 'http://b'], { ...SETTINGS, consecutiveFailures: 1 });
+    const first = compile(r, at('a', 'b'), eager);
     first.record(0, 'failure');
     expect(selected(first, 2)).toEqual([1]);
-    const same = compile(r, ['http://a', 'http://b'], { ...SETTINGS, consecutiveFailures: 1 });
-    expect(same).toBe(first);
-    const moved = compile(r, ['http://a2', 'http://b'], { ...SETTINGS, consecutiveFailures: 1 });
-    expect(moved).not.toBe(first);
-    expect(selected(moved, 2)).toEqual([0, 1]);
+    expect(compile(r, at('a', 'b'), eager)).toBe(first);
+    const changed = compile(r, at('a', 'b'), { ...eager, baseEjectionMs: 1000 });
+    expect(selected(changed, 2)).toEqual([0, 1]);
     // The replaced state was stopped: answers from requests still on the old table change nothing.
     first.record(1, 'failure');
     expect(selected(first, 2)).toEqual([1]);
+    expect(selected(changed, 2)).toEqual([0, 1]);
+    r.stop();
+  });
+
+  it('when members come and go, the ones kept keep their records: an ejected pod stays ejected', () => {
+    const metrics = new OutlierMetrics(new Registry(), 'gateway');
+    const r = registry(metrics);
+    const three = compile(r, at('a', 'b', 'c'), { ...eager, maxEjectedPercent: 50 });
+    three.record(1, 'failure');
+    expect(selected(three, 3)).toEqual([0, 2]);
+    // A fourth pod joins: b (now at index 1 still) stays out; the new pod is in selection.
+    const four = compile(r, at('a', 'b', 'c', 'd'), { ...eager, maxEjectedPercent: 50 });
+    expect(four).not.toBe(three);
+    expect(selected(four, 4)).toEqual([0, 2, 3]);
+    // With four members, half may be out: a second ejection is allowed now.
+    four.record(3, 'failure');
+    expect(selected(four, 4)).toEqual([0, 2]);
+    // An attempt still running on the old table reports on a pod both tables have: it counts.
+    three.record(0, 'success');
+    // b leaves while ejected: its place under the cap is free again, and its gauge series goes.
+    const without = compile(r, at('a', 'c', 'd'), { ...eager, maxEjectedPercent: 50 });
+    expect(selected(without, 3)).toEqual([0, 1]);
+    without.record(0, 'failure');
+    expect(selected(without, 3)).toEqual([0, 1]);
+    const series = metrics.ejected.get() as unknown as Promise<{
+      values: { labels: { provider: string } }[];
+    }>;
+    return series.then((gauge) => {
+      expect(gauge.values.map((v) => v.labels.provider).sort()).toEqual(['a', 'c', 'd']);
+      // Answers about the pod that left change nothing any more.
+      three.record(1, 'success');
+      r.stop();
+    });
+  });
+
+  it('a provider whose address changed is a new one', () => {
+    const r = registry();
+    const first = compile(r, at('a', 'b'), eager);
+    first.record(0, 'failure');
+    const moved = compile(r, [{ name: 'a', url: 'http://a2' }, ...at('b')], eager);
+    expect(selected(moved, 2)).toEqual([0, 1]);
     r.stop();
   });
 
   it('a compile that is never used leaves the live state alone', () => {
     const r = registry();
-    const live = compile(r, ['http://a', 'http://b']);
+    const live = compile(r, at('a', 'b'));
     r.begin();
-    r.pool('m', 'pool', ['a', 'b'], ['http://other', 'http://b'], SETTINGS);
+    r.pool('m', 'pool', [{ name: 'a', url: 'http://other' }, ...at('b')], SETTINGS);
     // No commit: the next compile starts from the live state again.
-    expect(compile(r, ['http://a', 'http://b'])).toBe(live);
+    expect(compile(r, at('a', 'b'))).toBe(live);
     r.stop();
   });
 });

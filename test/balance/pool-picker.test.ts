@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { affinityKey } from '../../src/gateway/balance/affinity-key.js';
-import { PickerMetrics, PoolPicker, type AffinitySettings } from '../../src/gateway/balance/pool-picker.js';
+import {
+  PickerMetrics,
+  PickerRegistry,
+  PoolPicker,
+  type AffinitySettings,
+} from '../../src/gateway/balance/pool-picker.js';
 import { Registry } from '../../src/gateway/telemetry/prom-client.js';
 import { scripted, seeded } from './helpers.js';
 
@@ -153,5 +158,51 @@ describe('prefix_affinity', () => {
     expect(affinityKey({ messages: [{ role: 'user', content: 'short' }] }, undefined, 32, 8).blocks).toEqual(
       [],
     );
+  });
+});
+
+describe('PickerRegistry: members that come and go', () => {
+  const compile = (registry: PickerRegistry, members: string[]): PoolPicker => {
+    registry.begin();
+    const pool = registry.pool('m', 'm', 'prefix_affinity', members, SETTINGS);
+    registry.commit();
+    return pool;
+  };
+
+  it('keeps the conversations of the members that stay, and their in-flight counts', () => {
+    const registry = new PickerRegistry(new PickerMetrics(new Registry(), 'gateway'));
+    const three = compile(registry, ['a', 'b', 'c']);
+    const homes = new Map<number, string>();
+    for (let tenant = 0; tenant < 30; tenant++)
+      homes.set(
+        tenant,
+        three.order(['a', 'b', 'c'], chat(`tenant ${tenant}: ${LONG_SYSTEM}`, 'hello'), Math.random)[0]!,
+      );
+    three.started(0);
+    three.started(0);
+
+    // d joins: every conversation whose member stayed goes where it went before.
+    const four = compile(registry, ['a', 'b', 'c', 'd']);
+    expect(four).not.toBe(three);
+    expect(four.inflightOf(0)).toBe(2);
+    // The attempts started on the old table end there: the count is shared.
+    three.ended(0);
+    expect(four.inflightOf(0)).toBe(1);
+    three.ended(0);
+    for (const [tenant, home] of homes) {
+      const turn = chat(`tenant ${tenant}: ${LONG_SYSTEM}`, 'hello', 'hi there, how can I help?', 'more');
+      expect(four.order(['a', 'b', 'c', 'd'], turn, Math.random)[0]).toBe(home);
+    }
+
+    // b leaves: its conversations go elsewhere, the others stay.
+    const without = compile(registry, ['a', 'c', 'd']);
+    for (const [tenant, home] of homes) {
+      const turn = chat(`tenant ${tenant}: ${LONG_SYSTEM}`, 'hello', 'hi there, how can I help?', 'more');
+      const now = without.order(['a', 'c', 'd'], turn, Math.random)[0];
+      if (home === 'b') expect(now).not.toBe('b');
+      else expect(now).toBe(home);
+    }
+    // The same members again: the same picker.
+    expect(compile(registry, ['a', 'c', 'd'])).toBe(without);
   });
 });

@@ -366,6 +366,53 @@ describe('configuration from the Kubernetes API (config.source resource)', () =>
   });
 });
 
+describe('endpoint discovery (`service:` provider entries)', () => {
+  const pools = {
+    llama: {
+      strategy: 'least_request',
+      providers: [
+        { name: 'near', service: { name: 'vllm', port: 8000, path: '/v1' } },
+        { name: 'far', service: { name: 'vllm', namespace: 'models', port: 8000 } },
+      ],
+    },
+  };
+
+  it('grants list and watch on endpointslices in each Service namespace, and mounts the token', () => {
+    const objects = render({ setJson: { config: { spec: { targets: pools } } } });
+    const roles = objects.filter((o) => o.kind === 'Role');
+    expect(roles.map((r) => `${r.metadata.namespace}/${r.metadata.name}`).sort()).toEqual([
+      'llm-gateway/gateway-endpointslices',
+      'models/gateway-endpointslices',
+    ]);
+    for (const role of roles)
+      expect(role.rules).toEqual([
+        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+      ]);
+    const bindings = objects.filter((o) => o.kind === 'RoleBinding');
+    expect(bindings).toHaveLength(2);
+    for (const binding of bindings)
+      expect(binding).toMatchObject({
+        roleRef: { kind: 'Role', name: 'gateway-endpointslices' },
+        subjects: [{ kind: 'ServiceAccount', name: 'gateway', namespace: 'llm-gateway' }],
+      });
+    expect(deploymentOf(objects).template.spec.automountServiceAccountToken).toBe(true);
+    for (const object of objects) expect(validateObject(object), object.kind).toEqual([]);
+  });
+
+  it('grants nothing without a `service:` entry, and endpointDiscovery.namespaces for a configuration it cannot see', () => {
+    for (const { name } of fileCases)
+      expect(
+        objectsOf(name).filter((o) => o.kind === 'Role' && o.metadata.name.endsWith('-endpointslices')),
+        name,
+      ).toEqual([]);
+    const external = render({
+      setJson: { config: { existingConfigMap: 'mine' }, endpointDiscovery: { namespaces: ['models'] } },
+    });
+    expect(findObject(external, 'Role', 'gateway-endpointslices')?.metadata.namespace).toBe('models');
+    expect(deploymentOf(external).template.spec.automountServiceAccountToken).toBe(true);
+  });
+});
+
 describe('shutdown budget', () => {
   it('defaults: 0 preStop + 5 delay + 300 drain + 5 admin close + 20 margin = 330 s', () => {
     const spec = deploymentOf(objectsOf('default')).template.spec;

@@ -137,6 +137,13 @@ function chartValues(): Schema {
       mountPath: str({ pattern: '^/' }),
       rolloutOnChange: bool(),
     }),
+    endpointDiscovery: strict({
+      namespaces: {
+        type: 'array',
+        items: str({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+        uniqueItems: true,
+      },
+    }),
     keys: strict({
       moveToSecret: bool(),
       mountPath: str({ pattern: '^/' }),

@@ -33,7 +33,12 @@ describe('configuration JSON Schema', () => {
 
   it('describes the input: fields with defaults are not required', () => {
     expect(defs.GatewayConfig!.required).toEqual(['targets']);
-    expect(defs.Provider!.required).toEqual(['url']);
+    // A provider entry needs exactly one of url and service, said by its anyOf.
+    expect(defs.Provider!.required).toBeUndefined();
+    expect((defs.Provider!.anyOf as JsonSchema[]).map((branch) => branch.required)).toEqual([
+      ['url'],
+      ['service'],
+    ]);
     expect(defs.Fallback!.required).toBeUndefined();
     expect((defs.Fallback!.properties as JsonSchema).enabled).toMatchObject({
       type: 'boolean',

@@ -72,6 +72,21 @@ describe('valid configurations', () => {
     ],
     ['aimd: false on a weighted_random pool', withTargets({ p: pool({ fallback: { aimd: false } }) })],
     [
+      "a Service's pods beside a url, with more attempts than entries",
+      withTargets({
+        p: pool({ strategy: 'least_request', fallback: { max_attempts: 4 } }, [
+          { service: { name: 'vllm', port: 8000, path: '/v1' } },
+          { url: 'http://backup.example/v1' },
+        ]),
+      }),
+    ],
+    [
+      'a Service in another namespace over https, weighted_random by default',
+      withTargets({
+        p: pool({}, [{ service: { name: 'vllm', namespace: 'models', port: 8443, scheme: 'https' } }]),
+      }),
+    ],
+    [
       'two providers with one url and distinct names',
       withTargets({
         p: pool({}, [
@@ -263,6 +278,30 @@ const invalid: Case[] = [
     'max_attempts above the provider count',
     withTargets({ p: pool({ fallback: { max_attempts: 3 } }) }),
     [['$.targets.p.fallback.max_attempts', 'exceed the 2 provider(s)']],
+  ],
+  [
+    'a provider entry with both url and service',
+    withTargets({ p: pool({}, [{ url: 'http://a', service: { name: 'vllm', port: 8000 } }]) }),
+    [['$.targets.p.providers[0]', 'either `url` or `service`, not both']],
+  ],
+  [
+    'a provider entry with neither url nor service',
+    withTargets({ p: pool({}, [{ name: 'nowhere' }]) }),
+    [['$.targets.p.providers[0]', 'needs either `url`']],
+  ],
+  [
+    'a Service in a priority pool',
+    withTargets({ p: pool({ strategy: 'priority' }, [{ service: { name: 'vllm', port: 8000 } }]) }),
+    [['$.targets.p.providers[0].service', "a Service's pods are peers"]],
+  ],
+  [
+    'a Service name that is not a DNS label, a port out of range, a path without a slash',
+    withTargets({ p: pool({}, [{ service: { name: 'vLLM_svc', port: 70000, path: 'v1' } }]) }),
+    [
+      ['$.targets.p.providers[0].service.name', 'must be a Service name'],
+      ['$.targets.p.providers[0].service.port', '65535'],
+      ['$.targets.p.providers[0].service.path', 'starting with `/`'],
+    ],
   ],
   [
     'max_attempts 0',

@@ -6,7 +6,8 @@
  * merged by pod, other fields replaced, and an entry a field manager applied before and leaves out
  * removed, as the real server drops fields no manager owns any more) and JSON patch (test and
  * remove); Leases are read, created
- * and replaced with resourceVersion preconditions. The test controls faults: a verb refused with a
+ * and replaced with resourceVersion preconditions; EndpointSlices are listed and watched by their
+ * Service's label, as endpoint discovery reads them. The test controls faults: a verb refused with a
  * status, the listener stopped (every connection cut) and started again on the same port, the next
  * watch answered with 410. The real API server's behaviour is proven on a real cluster
  * (e2e/k8s/config-resource.k8s.ts).
@@ -20,6 +21,29 @@ import { tempDir } from './temp-dir.ts';
 
 const GROUP_PATH = '/apis/llm-gateway.dev/v1alpha1/namespaces/';
 const LEASE_PATH = '/apis/coordination.k8s.io/v1/namespaces/';
+const DISCOVERY_PATH = '/apis/discovery.k8s.io/v1/namespaces/';
+const SERVICE_LABEL = 'kubernetes.io/service-name';
+
+/** An endpoint of a slice, as a test describes it: a pod, its address, its conditions. */
+export interface SliceEndpoint {
+  pod: string;
+  address: string;
+  ready?: boolean;
+  terminating?: boolean;
+}
+
+interface SliceObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; resourceVersion: string; labels: Record<string, string> };
+  addressType: string;
+  ports: { name: string; port: number; protocol: string }[];
+  endpoints: {
+    addresses: string[];
+    conditions: { ready: boolean; serving: boolean; terminating: boolean };
+    targetRef: { kind: string; name: string; namespace: string };
+  }[];
+}
 
 export interface StoredObject {
   apiVersion: string;
@@ -29,7 +53,7 @@ export interface StoredObject {
   status?: Record<string, unknown> & { replicas?: { pod: string }[] };
 }
 
-export type Verb = 'list' | 'watch' | 'patch-status' | 'lease';
+export type Verb = 'list' | 'watch' | 'patch-status' | 'lease' | 'list-slices' | 'watch-slices';
 
 export interface RecordedCall {
   verb: Verb | 'other';
@@ -44,7 +68,12 @@ export interface RecordedCall {
 interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
   rv: number;
-  object: StoredObject;
+  object: StoredObject | SliceObject;
+}
+
+interface Watcher {
+  matches(object: StoredObject | SliceObject): boolean;
+  res: ServerResponse;
 }
 
 export interface FakeKubeApi {
@@ -56,6 +85,15 @@ export interface FakeKubeApi {
   apply(namespace: string, name: string, spec: unknown): StoredObject;
   delete(namespace: string, name: string): void;
   get(namespace: string, name: string): StoredObject | undefined;
+  /** Creates or replaces the EndpointSlice `name` of Service `service`, its endpoints on `port`. */
+  applySlice(
+    namespace: string,
+    service: string,
+    name: string,
+    port: number,
+    endpoints: SliceEndpoint[],
+  ): void;
+  deleteSlice(namespace: string, name: string): void;
   /** A Lease's holder, if the Lease exists and names one. */
   leaseHolder(namespace: string, name: string): string | undefined;
   /** Answers every call of this verb with this status until `refuse(verb, undefined)`. */
@@ -97,7 +135,8 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
   >();
   const history: WatchEvent[] = [];
   const refusals = new Map<Verb, number>();
-  const watchers = new Set<{ namespace: string; name: string; res: ServerResponse }>();
+  const watchers = new Set<Watcher>();
+  const slices = new Map<string, SliceObject>();
   const sockets = new Set<Socket>();
   const calls: RecordedCall[] = [];
   /** Field manager -> the pods of the `status.replicas` entries it applied last. */
@@ -109,12 +148,40 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
   const key = (namespace: string, name: string): string => `${namespace}/${name}`;
   const copy = <T>(value: T): T => structuredClone(value);
 
-  const emit = (type: WatchEvent['type'], object: StoredObject): void => {
+  const emit = (type: WatchEvent['type'], object: StoredObject | SliceObject): void => {
     const event: WatchEvent = { type, rv: Number(object.metadata.resourceVersion), object: copy(object) };
     history.push(event);
     for (const watcher of watchers)
-      if (watcher.namespace === object.metadata.namespace && watcher.name === object.metadata.name)
-        watcher.res.write(`${JSON.stringify({ type, object: event.object })}\n`);
+      if (watcher.matches(object) && !watcher.res.writableEnded) watcher.res.write(`${JSON.stringify({ type, object: event.object })}\n`);
+  };
+
+  /** Streams the events after `resourceVersion` that `matches` takes, then the new ones, until the timeout. */
+  const serveWatch = (
+    url: URL,
+    res: ServerResponse,
+    matches: (object: StoredObject | SliceObject) => boolean,
+  ): void => {
+    const from = Number(url.searchParams.get('resourceVersion') ?? '0');
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    if (from < compactedAt) {
+      res.end(
+        `${JSON.stringify({ type: 'ERROR', object: statusBody(410, 'Expired', 'too old resource version') })}\n`,
+      );
+      return;
+    }
+    // The real server sends the head at once, before any event.
+    res.flushHeaders();
+    for (const event of history)
+      if (event.rv > from && matches(event.object))
+        res.write(`${JSON.stringify({ type: event.type, object: event.object })}\n`);
+    const watcher: Watcher = { matches, res };
+    watchers.add(watcher);
+    const seconds = Number(url.searchParams.get('timeoutSeconds') ?? '60');
+    const timer = setTimeout(() => res.end(), seconds * 1000);
+    res.on('close', () => {
+      clearTimeout(timer);
+      watchers.delete(watcher);
+    });
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -123,15 +190,20 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
     let body: unknown = undefined;
     if (text !== '') body = JSON.parse(text);
     const path = url.pathname;
+    const watching = url.searchParams.get('watch') === 'true';
     const verb: Verb | 'other' = path.startsWith(LEASE_PATH)
       ? 'lease'
-      : path.endsWith('/status')
-        ? 'patch-status'
-        : url.searchParams.get('watch') === 'true'
-          ? 'watch'
-          : req.method === 'GET'
-            ? 'list'
-            : 'other';
+      : path.startsWith(DISCOVERY_PATH)
+        ? watching
+          ? 'watch-slices'
+          : 'list-slices'
+        : path.endsWith('/status')
+          ? 'patch-status'
+          : url.searchParams.get('watch') === 'true'
+            ? 'watch'
+            : req.method === 'GET'
+              ? 'list'
+              : 'other';
     calls.push({
       verb,
       method: req.method ?? 'GET',
@@ -189,6 +261,32 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       };
       leases.set(key(namespace!, lease.metadata.name), stored);
       json(res, req.method === 'POST' ? 201 : 200, stored);
+      return;
+    }
+
+    if (verb === 'list-slices' || verb === 'watch-slices') {
+      const [namespace, plural] = path.slice(DISCOVERY_PATH.length).split('/');
+      const service = new RegExp(`^${SERVICE_LABEL}=(.+)$`).exec(
+        url.searchParams.get('labelSelector') ?? '',
+      )?.[1];
+      if (plural !== 'endpointslices' || service === undefined) {
+        json(res, 400, statusBody(400, 'BadRequest', 'the tests serve the slices of one Service'));
+        return;
+      }
+      const matches = (object: StoredObject | SliceObject): boolean =>
+        object.kind === 'EndpointSlice' &&
+        object.metadata.namespace === namespace &&
+        (object as SliceObject).metadata.labels[SERVICE_LABEL] === service;
+      if (verb === 'watch-slices') {
+        serveWatch(url, res, matches);
+        return;
+      }
+      json(res, 200, {
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSliceList',
+        metadata: { resourceVersion: String(rv) },
+        items: [...slices.values()].filter(matches).map(copy),
+      });
       return;
     }
 
@@ -272,30 +370,14 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       });
       return;
     }
-    // watch
-    const from = Number(url.searchParams.get('resourceVersion') ?? '0');
-    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-    if (from < compactedAt) {
-      res.end(
-        `${JSON.stringify({ type: 'ERROR', object: statusBody(410, 'Expired', 'too old resource version') })}\n`,
-      );
-      return;
-    }
-    for (const event of history)
-      if (
-        event.rv > from &&
-        event.object.metadata.namespace === namespace &&
-        event.object.metadata.name === selected
-      )
-        res.write(`${JSON.stringify({ type: event.type, object: event.object })}\n`);
-    const watcher = { namespace: namespace!, name: selected, res };
-    watchers.add(watcher);
-    const seconds = Number(url.searchParams.get('timeoutSeconds') ?? '60');
-    const timer = setTimeout(() => res.end(), seconds * 1000);
-    res.on('close', () => {
-      clearTimeout(timer);
-      watchers.delete(watcher);
-    });
+    serveWatch(
+      url,
+      res,
+      (object) =>
+        object.kind === 'GatewayConfig' &&
+        object.metadata.namespace === namespace &&
+        object.metadata.name === selected,
+    );
   };
 
   const server: Server = createServer((req, res) => {
@@ -365,6 +447,39 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
     get: (namespace, name) => {
       const object = objects.get(key(namespace, name));
       return object === undefined ? undefined : copy(object);
+    },
+    applySlice(namespace, service, name, port, endpoints) {
+      const existed = slices.has(key(namespace, name));
+      const slice: SliceObject = {
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: {
+          name,
+          namespace,
+          resourceVersion: String((rv += 1)),
+          labels: { [SERVICE_LABEL]: service },
+        },
+        addressType: 'IPv4',
+        ports: [{ name: 'http', port, protocol: 'TCP' }],
+        endpoints: endpoints.map((endpoint) => ({
+          addresses: [endpoint.address],
+          conditions: {
+            ready: (endpoint.ready ?? true) && !(endpoint.terminating ?? false),
+            serving: endpoint.ready ?? true,
+            terminating: endpoint.terminating ?? false,
+          },
+          targetRef: { kind: 'Pod', name: endpoint.pod, namespace },
+        })),
+      };
+      slices.set(key(namespace, name), slice);
+      emit(existed ? 'MODIFIED' : 'ADDED', slice);
+    },
+    deleteSlice(namespace, name) {
+      const slice = slices.get(key(namespace, name));
+      if (slice === undefined) return;
+      slices.delete(key(namespace, name));
+      slice.metadata.resourceVersion = String((rv += 1));
+      emit('DELETED', slice);
     },
     leaseHolder: (namespace, name) =>
       (leases.get(key(namespace, name))?.spec as { holderIdentity?: string } | undefined)?.holderIdentity,

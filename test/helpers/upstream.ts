@@ -48,7 +48,7 @@ export type UpstreamHandler = (
 
 export interface RecordingUpstream {
   server: Server;
-  /** `http://127.0.0.1:<port>` */
+  /** `http://127.0.0.1:<port>` (or the host it was started on) */
   url: string;
   port: number;
   requests: RecordedRequest[];
@@ -91,9 +91,14 @@ export function sseReply(
   };
 }
 
-/** A loopback HTTP server that records every request and answers with a programmable handler. */
+/**
+ * A loopback HTTP server that records every request and answers with a programmable handler. By
+ * default on 127.0.0.1 and a port the OS chooses; `at` puts it elsewhere on loopback (127.0.0.2:P
+ * and 127.0.0.3:P stand for pods serving one port).
+ */
 export async function startUpstream(
   handler: UpstreamHandler = jsonReply(200, { ok: true }),
+  at: { host?: string; port?: number } = {},
 ): Promise<RecordingUpstream> {
   const requests: RecordedRequest[] = [];
   let current = handler;
@@ -116,12 +121,13 @@ export async function startUpstream(
       });
     });
   });
-  server.listen(0, '127.0.0.1');
+  const host = at.host ?? '127.0.0.1';
+  server.listen(at.port ?? 0, host);
   await once(server, 'listening');
   const port = (server.address() as AddressInfo).port;
   return {
     server,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     port,
     requests,
     respondWith: (next) => {

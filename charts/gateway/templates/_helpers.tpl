@@ -288,6 +288,28 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- end }}
 
 {{/* "true" when the gateway reads a GatewayConfig object through the Kubernetes API (config.source resource). */}}
+{{/*
+Namespaces whose EndpointSlices the gateway lists and watches, comma-separated: those of the
+`service:` provider entries of config.spec (the release's namespace for an entry that names none)
+and endpointDiscovery.namespaces. Empty without a `service:` entry: then no Role is rendered.
+*/}}
+{{- define "gateway.discoveryNamespaces" -}}
+{{- $namespaces := list }}
+{{- range $alias, $target := (.Values.config.spec.targets | default dict) }}
+{{- if kindIs "map" $target }}
+{{- range $provider := ($target.providers | default list) }}
+{{- if and (kindIs "map" $provider) (kindIs "map" $provider.service) }}
+{{- $namespaces = append $namespaces ($provider.service.namespace | default (include "gateway.namespace" $)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range .Values.endpointDiscovery.namespaces }}
+{{- $namespaces = append $namespaces . }}
+{{- end }}
+{{- $namespaces | uniq | sortAlpha | join "," }}
+{{- end }}
+
 {{- define "gateway.resourceMode" -}}
 {{- if eq .Values.config.source "resource" }}true{{- end }}
 {{- end }}

@@ -47,6 +47,8 @@ class ProviderRecord {
   consecutive = 0;
   timesEjected = 0;
   ejected = false;
+  /** Left the pool (a pod gone from its Service): attempts still running on it change nothing. */
+  gone = false;
   timer: NodeJS.Timeout | undefined;
   readonly name: string;
   constructor(name: string) {
@@ -59,35 +61,56 @@ export interface OutlierDeps {
   logger: Logger;
 }
 
-/** The ejection state of one pool's providers, by their index in the pool. */
+/** What the tables of one pool share while its settings hold, whatever its members. */
+class PoolCount {
+  ejected = 0;
+  /** How many providers may be ejected at once: the percentage of the pool, never all of it. */
+  max = 0;
+  /** Left the configuration: requests still running on an old table change nothing. */
+  stopped = false;
+}
+
+/**
+ * The ejection state of one pool's providers, by their index in one compiled table. A table
+ * compiled for new members of a Service (or a reload that adds or removes a provider) gets a
+ * successor that keeps the records of the providers it still has, so an ejected pod stays ejected.
+ */
 export class PoolOutliers {
   readonly #model: string;
   readonly #pool: string;
   readonly #settings: OutlierSettings;
   readonly #deps: OutlierDeps;
   readonly #providers: ProviderRecord[];
-  /** How many providers may be ejected at once: the percentage of the pool, never all of it. */
-  readonly #maxEjected: number;
-  #ejectedCount = 0;
-  /** Left the configuration: requests still running on the old table change nothing. */
-  #stopped = false;
+  /** By `name url`: a provider whose address changed is a new one. */
+  readonly #byIdentity: Map<string, ProviderRecord>;
+  readonly #count: PoolCount;
 
   constructor(
     model: string,
     pool: string,
-    providerNames: readonly string[],
+    providers: readonly { name: string; url: string }[],
     settings: OutlierSettings,
     deps: OutlierDeps,
+    previous?: PoolOutliers,
   ) {
     this.#model = model;
     this.#pool = pool;
     this.#settings = settings;
     this.#deps = deps;
-    this.#providers = providerNames.map((name) => new ProviderRecord(name));
-    this.#maxEjected = Math.min(
-      providerNames.length - 1,
-      Math.floor((providerNames.length * settings.maxEjectedPercent) / 100),
-    );
+    this.#count = previous === undefined ? new PoolCount() : previous.#count;
+    const kept = previous === undefined ? undefined : previous.#byIdentity;
+    this.#byIdentity = new Map();
+    this.#providers = providers.map(({ name, url }) => {
+      const identity = `${name} ${url}`;
+      const record = kept?.get(identity) ?? new ProviderRecord(name);
+      this.#byIdentity.set(identity, record);
+      return record;
+    });
+    if (previous === undefined) this.#count.max = this.#maxFor(providers.length);
+  }
+
+  #maxFor(size: number): number {
+    return Math.max(0, Math.min(size - 1, Math.floor((size * this.#settings.maxEjectedPercent) / 100)));
   }
 
   /** The table holding this state is in use: its providers' gauges start at 0. */
@@ -95,16 +118,35 @@ export class PoolOutliers {
     for (const provider of this.#providers) this.#deps.metrics.ejected.set(this.#labels(provider.name), 0);
   }
 
+  /**
+   * This successor's table replaces `previous`'s: the providers it no longer has leave (their
+   * ejection ends, their gauge series go), new ones show in the gauges, and the cap follows the
+   * pool's new size.
+   */
+  succeed(previous: PoolOutliers): void {
+    for (const [identity, record] of previous.#byIdentity) {
+      if (this.#byIdentity.get(identity) === record) continue;
+      record.gone = true;
+      clearTimeout(record.timer);
+      if (record.ejected) this.#count.ejected--;
+      this.#deps.metrics.ejected.remove(this.#labels(record.name));
+    }
+    for (const [identity, record] of this.#byIdentity)
+      if (previous.#byIdentity.get(identity) !== record)
+        this.#deps.metrics.ejected.set(this.#labels(record.name), 0);
+    this.#count.max = this.#maxFor(this.#providers.length);
+  }
+
   /** `order` without the ejected providers: the same array when none is ejected. */
   withoutEjected<T extends { readonly index: number }>(order: readonly T[]): readonly T[] {
-    if (this.#ejectedCount === 0) return order;
+    if (this.#count.ejected === 0) return order;
     return order.filter((provider) => !this.#providers[provider.index]!.ejected);
   }
 
   /** An attempt on provider `index` ended, saying `health` of it (undefined: nothing). */
   record(index: number, health: AttemptHealth | undefined): void {
-    if (this.#stopped) return;
     const provider = this.#providers[index]!;
+    if (this.#count.stopped || provider.gone) return;
     if (health === 'success') {
       provider.consecutive = 0;
       // A success after its return ends the probation: the next ejection starts from the base again.
@@ -113,14 +155,14 @@ export class PoolOutliers {
     }
     if (health !== 'failure' || provider.ejected) return;
     provider.consecutive++;
-    if (provider.consecutive >= this.#settings.consecutiveFailures && this.#ejectedCount < this.#maxEjected)
+    if (provider.consecutive >= this.#settings.consecutiveFailures && this.#count.ejected < this.#count.max)
       this.#eject(provider);
   }
 
   #eject(provider: ProviderRecord): void {
     provider.ejected = true;
     provider.timesEjected++;
-    this.#ejectedCount++;
+    this.#count.ejected++;
     const settings = this.#settings;
     const ms = Math.min(settings.baseEjectionMs * provider.timesEjected, settings.maxEjectionMs);
     provider.timer = setTimeout(() => this.#return(provider), ms);
@@ -139,7 +181,7 @@ export class PoolOutliers {
     provider.ejected = false;
     provider.timer = undefined;
     provider.consecutive = this.#settings.consecutiveFailures - 1;
-    this.#ejectedCount--;
+    this.#count.ejected--;
     const labels = this.#labels(provider.name);
     this.#deps.metrics.ejected.set(labels, 0);
     this.#deps.logger.info(labels, 'provider returned to its pool on probation');
@@ -151,7 +193,7 @@ export class PoolOutliers {
 
   /** Stops the return timers (the pool left the configuration, or the gateway stops). */
   stop(): void {
-    this.#stopped = true;
+    this.#count.stopped = true;
     for (const provider of this.#providers) {
       clearTimeout(provider.timer);
       if (provider.ejected) this.#deps.metrics.ejected.set(this.#labels(provider.name), 0);
@@ -160,13 +202,14 @@ export class PoolOutliers {
 }
 
 /**
- * The pools' ejection state across reloads: a pool whose providers and settings are unchanged keeps
- * its state (an ejected provider stays ejected); a changed or removed pool starts afresh.
+ * The pools' ejection state across reloads: a pool whose settings are unchanged keeps the state of
+ * the providers it keeps (an ejected provider stays ejected, also when other members come and go);
+ * a pool whose settings changed, or a removed one, starts afresh.
  */
 export class OutlierRegistry {
   readonly #deps: OutlierDeps;
-  #pools = new Map<string, { signature: string; state: PoolOutliers }>();
-  #next = new Map<string, { signature: string; state: PoolOutliers }>();
+  #pools = new Map<string, PoolEntry>();
+  #next = new Map<string, PoolEntry>();
 
   constructor(deps: OutlierDeps) {
     this.#deps = deps;
@@ -177,34 +220,47 @@ export class OutlierRegistry {
     this.#next = new Map();
   }
 
-  /**
-   * The state of pool `pool` for the table being compiled; `providerUrls` (by index, like the names)
-   * make a provider whose address changed a new one.
-   */
+  /** The state of pool `pool` for the table being compiled, its providers by index. */
   pool(
     model: string,
     pool: string,
-    providerNames: readonly string[],
-    providerUrls: readonly string[],
+    providers: readonly { name: string; url: string }[],
     settings: OutlierSettings,
   ): PoolOutliers {
-    const signature = JSON.stringify([model, providerNames, providerUrls, settings]);
+    const signature = JSON.stringify([model, settings]);
+    const members = JSON.stringify(providers);
     const kept = this.#pools.get(pool);
-    const entry =
-      kept?.signature === signature
-        ? kept
-        : { signature, state: new PoolOutliers(model, pool, providerNames, settings, this.#deps) };
+    let entry: PoolEntry;
+    if (kept?.signature === signature && kept.members === members) entry = kept;
+    else if (kept?.signature === signature)
+      entry = {
+        signature,
+        members,
+        state: new PoolOutliers(model, pool, providers, settings, this.#deps, kept.state),
+        successorOf: kept.state,
+      };
+    else
+      entry = { signature, members, state: new PoolOutliers(model, pool, providers, settings, this.#deps) };
     this.#next.set(pool, entry);
     return entry.state;
   }
 
   /**
    * The compiled table is in use: the state of pools it no longer has is dropped, that of new ones
-   * shows in the gauges.
+   * shows in the gauges, and a pool with other members hands over to its successor.
    */
   commit(): void {
-    for (const [pool, entry] of this.#pools) if (this.#next.get(pool) !== entry) entry.state.stop();
-    for (const [pool, entry] of this.#next) if (this.#pools.get(pool) !== entry) entry.state.activate();
+    for (const [pool, entry] of this.#pools) {
+      const next = this.#next.get(pool);
+      if (next !== entry && next?.successorOf !== entry.state) entry.state.stop();
+    }
+    for (const [pool, entry] of this.#next) {
+      const previous = this.#pools.get(pool);
+      if (previous === entry) continue;
+      if (entry.successorOf !== undefined && entry.successorOf === previous?.state)
+        entry.state.succeed(previous.state);
+      else entry.state.activate();
+    }
     this.#pools = this.#next;
     this.#next = new Map();
   }
@@ -212,4 +268,12 @@ export class OutlierRegistry {
   stop(): void {
     for (const entry of this.#pools.values()) entry.state.stop();
   }
+}
+
+interface PoolEntry {
+  signature: string;
+  members: string;
+  state: PoolOutliers;
+  /** The state this one was built from (other members, same settings). */
+  successorOf?: PoolOutliers;
 }

@@ -10,8 +10,10 @@
  * `load_bound` times the pool's average (rounded up): a hot prefix spills to the next provider on the
  * ring instead of queueing on one. Failover continues around the ring.
  *
- * State lives as long as the pool's providers do: a reload that keeps them keeps the counts, the
- * table and the ring (PickerRegistry).
+ * State lives as long as the pool's strategy and settings do (PickerRegistry): a reload that keeps
+ * them keeps the counts and the table; when providers come or go (the pods of a Service), the
+ * successor keeps the in-flight count of every provider it still has and the table entries that
+ * point at one, and its ring moves only the keys of the providers that left or came.
  */
 import { Counter, Gauge, type Registry } from '../telemetry/prom-client.js';
 import { affinityKey, hashString } from './affinity-key.js';
@@ -84,14 +86,25 @@ export class PickerMetrics {
   }
 }
 
+/** A provider's attempts in flight, shared by the pickers of every table that has it. */
+interface MemberLoad {
+  inflight: number;
+}
+
+/** The pool's attempts in flight, shared likewise. */
+interface PoolLoad {
+  total: number;
+  /** The round-robin position. */
+  next: number;
+}
+
 export class PoolPicker {
   readonly model: string;
   readonly pool: string;
   readonly strategy: LoadStrategy;
   readonly members: readonly string[];
-  private readonly inflight: number[];
-  private total = 0;
-  private next = 0;
+  private readonly loads: MemberLoad[];
+  private readonly load: PoolLoad;
   private readonly settings: AffinitySettings | undefined;
   /** Session or block hash -> provider index; Map order is recency (least recently used first). */
   private readonly table = new Map<number, number>();
@@ -107,13 +120,25 @@ export class PoolPicker {
     members: readonly string[],
     settings: AffinitySettings | undefined,
     metrics: PickerMetrics,
+    previous?: PoolPicker,
   ) {
     this.model = model;
     this.pool = pool;
     this.strategy = strategy;
     this.members = members;
-    this.inflight = members.map(() => 0);
     this.settings = settings;
+    this.load = previous?.load ?? { total: 0, next: 0 };
+    const kept = new Map<string, number>();
+    previous?.members.forEach((name, index) => kept.set(name, index));
+    this.loads = members.map((name) => {
+      const index = kept.get(name);
+      return index === undefined ? { inflight: 0 } : previous!.loads[index]!;
+    });
+    if (previous !== undefined) {
+      // Old index -> new index (-1: that provider left); the table keeps its recency order.
+      const moved = previous.members.map((name) => members.indexOf(name));
+      for (const [key, index] of previous.table) if (moved[index]! >= 0) this.table.set(key, moved[index]!);
+    }
     const child = (reason: PickReason) => metrics.picks.labels(model, pool, reason);
     this.picks = {
       round_robin: child('round_robin'),
@@ -126,7 +151,7 @@ export class PoolPicker {
   }
 
   inflightOf(index: number): number {
-    return this.inflight[index] ?? 0;
+    return this.loads[index]?.inflight ?? 0;
   }
 
   get affinityEntries(): number {
@@ -135,13 +160,13 @@ export class PoolPicker {
 
   /** An attempt to the provider at `index` started; `ended` must follow exactly once. */
   started(index: number): void {
-    this.inflight[index]!++;
-    this.total++;
+    this.loads[index]!.inflight++;
+    this.load.total++;
   }
 
   ended(index: number): void {
-    this.inflight[index]!--;
-    this.total--;
+    this.loads[index]!.inflight--;
+    this.load.total--;
   }
 
   /** The attempt order of one request over `providers` (indexed like `members`). */
@@ -150,7 +175,7 @@ export class PoolPicker {
     if (n <= 1) return providers;
     switch (this.strategy) {
       case 'round_robin': {
-        const start = this.next++ % n;
+        const start = this.load.next++ % n;
         this.picks.round_robin.inc();
         return rotate(providers, start);
       }
@@ -167,12 +192,13 @@ export class PoolPicker {
     const i = Math.floor(random() * n);
     let j = Math.floor(random() * (n - 1));
     if (j >= i) j++;
-    const chosen = this.inflight[j]! < this.inflight[i]! ? j : i;
+    const loads = this.loads;
+    const chosen = loads[j]!.inflight < loads[i]!.inflight ? j : i;
     this.picks.least_loaded.inc();
     // Failover: the rest, least loaded first.
     const rest: number[] = [];
     for (let k = 0; k < n; k++) if (k !== chosen) rest.push(k);
-    rest.sort((a, b) => this.inflight[a]! - this.inflight[b]!);
+    rest.sort((a, b) => loads[a]!.inflight - loads[b]!.inflight);
     return [providers[chosen]!, ...rest.map((k) => providers[k]!)];
   }
 
@@ -185,14 +211,15 @@ export class PoolPicker {
       for (let b = key.blocks.length - 1; b >= 0 && known === undefined; b--)
         known = this.table.get(key.blocks[b]!);
     const ringKey = key.session ?? key.blocks[0] ?? Math.floor(random() * 2 ** 53);
-    const capacity = Math.ceil((settings.loadBound * (this.total + 1)) / providers.length);
+    const capacity = Math.ceil((settings.loadBound * (this.load.total + 1)) / providers.length);
     const order = this.ringOrder(ringKey);
+    const loads = this.loads;
     let chosen: number;
-    if (known !== undefined && this.inflight[known]! < capacity) {
+    if (known !== undefined && loads[known]!.inflight < capacity) {
       chosen = known;
       this.picks.affinity.inc();
     } else {
-      chosen = order.find((m) => m !== known && this.inflight[m]! < capacity) ?? order[0]!;
+      chosen = order.find((m) => m !== known && loads[m]!.inflight < capacity) ?? order[0]!;
       (known === undefined ? this.picks.new : this.picks.spill).inc();
     }
     this.remember(key.session ?? key.blocks.at(-1), chosen);
@@ -241,8 +268,9 @@ function rotate<T>(items: readonly T[], start: number): readonly T[] {
 
 /**
  * The pickers of a gateway's pools, carried across reloads: a pool whose strategy, settings and
- * providers are unchanged keeps its picker (its counts, table and ring); requests still running on
- * the previous table count on the picker they started with.
+ * providers are unchanged keeps its picker (its counts, table and ring); one whose providers
+ * changed gets a successor that keeps what it can (PoolPicker). Requests still running on the
+ * previous table count on the picker they started with, whose in-flight counts are the successor's.
  */
 export class PickerRegistry {
   readonly #metrics: PickerMetrics;
@@ -264,12 +292,24 @@ export class PickerRegistry {
     members: readonly string[],
     settings: AffinitySettings | undefined,
   ): PoolPicker {
-    const signature = JSON.stringify([model, strategy, members, settings]);
+    const signature = JSON.stringify([model, strategy, settings]);
     const kept = this.#pools.get(pool);
+    const same = kept?.signature === signature;
     const entry =
-      kept?.signature === signature
+      same && sameMembers(kept.picker.members, members)
         ? kept
-        : { signature, picker: new PoolPicker(model, pool, strategy, members, settings, this.#metrics) };
+        : {
+            signature,
+            picker: new PoolPicker(
+              model,
+              pool,
+              strategy,
+              members,
+              settings,
+              this.#metrics,
+              same ? kept.picker : undefined,
+            ),
+          };
     this.#next.set(pool, entry);
     return entry.picker;
   }
@@ -280,4 +320,8 @@ export class PickerRegistry {
     this.#metrics.pools.clear();
     for (const { picker } of this.#pools.values()) this.#metrics.pools.add(picker);
   }
+}
+
+function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((name, i) => name === b[i]);
 }

@@ -18,9 +18,14 @@ export interface UpstreamEndpoint {
   absorbsV1: boolean;
   /** `server.address` and `server.port` of the trace attributes. */
   server: { serverAddress: string; serverPort: number };
+  /**
+   * The name a TLS certificate is checked for when it is not the URL's host: a pod reached by its
+   * address serves the certificate of its Service's name.
+   */
+  servername: string | undefined;
 }
 
-export function parseEndpoint(url: string): UpstreamEndpoint {
+export function parseEndpoint(url: string, servername?: string): UpstreamEndpoint {
   const parsed = new URL(url);
   const basePath = parsed.pathname.replace(/\/+$/, '');
   const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
@@ -29,6 +34,7 @@ export function parseEndpoint(url: string): UpstreamEndpoint {
     basePath,
     absorbsV1: basePath.endsWith('/v1'),
     server: { serverAddress: parsed.hostname, serverPort: port },
+    servername,
   };
 }
 
@@ -83,11 +89,11 @@ export function upstreamTimeouts(timeouts: {
  * The undici Agents of the process: each keeps a keep-alive connection pool per upstream origin, so
  * a reload that keeps a provider's URL and `connect_ms` keeps its warm connections. The connect
  * timeout is a setting of an Agent's connector, not of a request, so there is one Agent per connect
- * timeout ever configured (a handful); one no longer used keeps nothing but idle connections, which
- * close after the keep-alive time. The headers and idle timeouts go with each request.
+ * timeout ever configured (a handful), and per TLS server name of an `https` Service; one no longer
+ * used keeps nothing but idle connections, which close after the keep-alive time. The headers and idle timeouts go with each request.
  */
 export class UpstreamClient {
-  readonly #agents = new Map<number, Agent>();
+  readonly #agents = new Map<string, Agent>();
   #closed: Agent | undefined;
 
   /**
@@ -98,20 +104,28 @@ export class UpstreamClient {
     options: Dispatcher.DispatchOptions,
     timeouts: UpstreamTimeouts,
     listener: HeadListener,
+    servername?: string,
   ): UpstreamExchange {
     const exchange = new UpstreamExchange(listener, timeouts.exchangeHeadersMs);
-    this.agentFor(timeouts.connectMs).dispatch(options, exchange);
+    this.agentFor(timeouts.connectMs, servername).dispatch(options, exchange);
     return exchange;
   }
 
-  /** The Agent of requests with this connect timeout (its `stats` show its connections per origin). */
-  agentFor(connectMs: number): Agent {
+  /**
+   * The Agent of requests with this connect timeout and TLS server name (its `stats` show its
+   * connections per origin).
+   */
+  agentFor(connectMs: number, servername?: string): Agent {
     // Once closed, every request goes to a closed Agent, which refuses it as undici does.
     if (this.#closed) return this.#closed;
-    let agent = this.#agents.get(connectMs);
+    const key = servername === undefined ? String(connectMs) : `${connectMs} ${servername}`;
+    let agent = this.#agents.get(key);
     if (agent === undefined) {
-      agent = new Agent({ connect: { timeout: connectMs }, keepAliveTimeout: KEEP_ALIVE_MS });
-      this.#agents.set(connectMs, agent);
+      agent = new Agent({
+        connect: servername === undefined ? { timeout: connectMs } : { timeout: connectMs, servername },
+        keepAliveTimeout: KEEP_ALIVE_MS,
+      });
+      this.#agents.set(key, agent);
     }
     return agent;
   }

@@ -1,18 +1,13 @@
 /**
- * List/watch of one GatewayConfig object through @kubernetes/client-node: a list (by name, with a
- * field selector) gives the object and a resourceVersion; a watch from that resourceVersion streams
- * every change after it. A watch that ends (the server's timeout, a dropped connection, an error)
- * is resumed from the last resourceVersion seen; `410 Gone` (that version was compacted away) lists
- * again. Errors back off exponentially (with jitter) up to a ceiling, so a returning API server is
- * noticed within that ceiling; a watch that hears nothing for too long (a hung server or network)
- * is abandoned and started again; one whose connection never came up is waited for before another
- * starts (client-node's watch takes no deadline), so a hung server holds one request, not a pile.
+ * The watch of resource mode's one GatewayConfig object: a list/watch of its namespace's
+ * GatewayConfigs narrowed to its name (list-watch.ts), told as the object's presence and content.
  */
-import { CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
-import { callOptions, describeFailure, type CallFailure } from './api-calls.js';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { CallFailure } from './api-calls.js';
+import { ListWatch, type WatchVerb } from './list-watch.js';
 import { GROUP, PLURAL, VERSION, type GatewayConfigObject, type ObjectReference } from './resource.js';
 
-export type WatchVerb = 'list' | 'watch';
+export type { WatchVerb } from './list-watch.js';
 
 export type WatchState =
   /** Watched, and the object exists. */
@@ -31,247 +26,56 @@ export interface WatchHandlers {
   error(error: unknown): void;
 }
 
-interface WatchTiming {
-  /** Deadline of a list call. */
-  listDeadlineMs: number;
-  /** The server ends a watch after this long (randomized up to 1.5x, so replicas spread out). */
-  watchSeconds: number;
-  /** A watch that hears nothing (not even a bookmark) for watchSeconds x 1.5 plus this is abandoned. */
-  idleMarginMs: number;
-  backoffInitialMs: number;
-  backoffMaxMs: number;
-}
-
-const WATCH_TIMING: WatchTiming = {
-  listDeadlineMs: 10_000,
-  watchSeconds: 60,
-  idleMarginMs: 30_000,
-  backoffInitialMs: 500,
-  backoffMaxMs: 5_000,
-};
-
-/** A watch that ends sooner than this without an event is treated as a failure (no busy loop). */
-const MIN_WATCH_MS = 1000;
-
-/** A failed call and the verb it used. */
-class FailedCall extends Error {
-  readonly verb: WatchVerb;
-  override readonly cause: unknown;
-  constructor(verb: WatchVerb, cause: unknown) {
-    super(`${verb} failed`);
-    this.verb = verb;
-    this.cause = cause;
-  }
-}
-
 export class GatewayConfigWatch {
-  private readonly api: CustomObjectsApi;
-  private readonly watcher: Watch;
-  private readonly path: string;
-  private readonly fieldSelector: string;
-  private resourceVersion: string | undefined;
+  private readonly watch: ListWatch<GatewayConfigObject>;
   private exists = false;
-  private needsList = true;
-  private stopped = false;
-  private backoffMs: number;
-  private current: AbortController | undefined;
-  /** A watch whose connection has not come up yet (its request cannot be aborted until it does). */
-  private connecting: Promise<unknown> | undefined;
-  private wake: (() => void) | undefined;
-  private readonly reference: ObjectReference;
-  private readonly handlers: WatchHandlers;
-  private readonly timing: WatchTiming;
 
   constructor(kubeConfig: KubeConfig, reference: ObjectReference, handlers: WatchHandlers) {
-    this.reference = reference;
-    this.handlers = handlers;
-    this.timing = WATCH_TIMING;
-    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
-    this.watcher = new Watch(kubeConfig);
-    this.path = `/apis/${GROUP}/${VERSION}/namespaces/${reference.namespace}/${PLURAL}`;
-    this.fieldSelector = `metadata.name=${reference.name}`;
-    this.backoffMs = WATCH_TIMING.backoffInitialMs;
+    const api = kubeConfig.makeApiClient(CustomObjectsApi);
+    const fieldSelector = `metadata.name=${reference.name}`;
+    const named = (object: GatewayConfigObject): boolean => object.metadata?.name === reference.name;
+    this.watch = new ListWatch<GatewayConfigObject>(
+      kubeConfig,
+      {
+        path: `/apis/${GROUP}/${VERSION}/namespaces/${reference.namespace}/${PLURAL}`,
+        selector: { fieldSelector },
+        list: async (options) =>
+          (await api.listNamespacedCustomObject(
+            { group: GROUP, version: VERSION, namespace: reference.namespace, plural: PLURAL, fieldSelector },
+            options,
+          )) as { metadata?: { resourceVersion?: string }; items?: GatewayConfigObject[] },
+      },
+      {
+        listed: (objects) => {
+          const object = objects.find(named);
+          this.exists = object !== undefined;
+          handlers.object(object);
+        },
+        answered: () => handlers.state({ state: this.exists ? 'up' : 'missing' }),
+        changed: (type, object) => {
+          if (!named(object)) return;
+          if (type === 'DELETED') {
+            this.exists = false;
+            handlers.object(undefined);
+            handlers.state({ state: 'missing' });
+            return;
+          }
+          const appeared = !this.exists;
+          this.exists = true;
+          handlers.object(object);
+          if (appeared) handlers.state({ state: 'up' });
+        },
+        failing: (verb, failure) => handlers.state({ state: 'failing', verb, failure }),
+        error: handlers.error,
+      },
+    );
   }
 
   start(): void {
-    void this.run();
+    this.watch.start();
   }
 
   stop(): void {
-    this.stopped = true;
-    this.current?.abort();
-    this.wake?.();
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        if (this.needsList) await this.list();
-        const heard = await this.watchOnce();
-        // Only a watch that lasted, or brought news, proves the server well: one that the server
-        // (or a proxy) ends at once keeps the backoff growing.
-        if (heard.events || heard.ms >= MIN_WATCH_MS) this.backoffMs = this.timing.backoffInitialMs;
-        else await this.pause();
-      } catch (error) {
-        if (this.stopped) return;
-        const verb = error instanceof FailedCall ? error.verb : 'watch';
-        const failure = describeFailure(error instanceof FailedCall ? error.cause : error);
-        if (failure.kind === 'gone') {
-          // The resourceVersion is too old to resume from: list again, at once.
-          this.needsList = true;
-          continue;
-        }
-        this.handlers.state({ state: 'failing', verb, failure });
-        await this.pause();
-      }
-    }
-  }
-
-  /** Waits out the backoff (doubling up to the ceiling, with +-20% jitter); stop() cuts it short. */
-  private async pause(): Promise<void> {
-    const ms = this.backoffMs * (0.8 + Math.random() * 0.4);
-    this.backoffMs = Math.min(this.backoffMs * 2, this.timing.backoffMaxMs);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.wake = undefined;
-  }
-
-  private connected(): void {
-    this.handlers.state({ state: this.exists ? 'up' : 'missing' });
-  }
-
-  /** Runs a handler; a throw is a bug, reported, and must not end the watch. */
-  private deliver(call: () => void): void {
-    try {
-      call();
-    } catch (error) {
-      this.handlers.error(error);
-    }
-  }
-
-  private async list(): Promise<void> {
-    let list: { metadata?: { resourceVersion?: string }; items?: GatewayConfigObject[] };
-    try {
-      list = (await this.api.listNamespacedCustomObject(
-        {
-          group: GROUP,
-          version: VERSION,
-          namespace: this.reference.namespace,
-          plural: PLURAL,
-          fieldSelector: this.fieldSelector,
-        },
-        callOptions(this.timing.listDeadlineMs),
-      )) as typeof list;
-    } catch (error) {
-      throw new FailedCall('list', error);
-    }
-    if (this.stopped) return;
-    this.resourceVersion = list.metadata?.resourceVersion;
-    const object = list.items?.find((item) => item.metadata.name === this.reference.name);
-    this.exists = object !== undefined;
-    this.needsList = false;
-    this.backoffMs = this.timing.backoffInitialMs;
-    this.deliver(() => this.handlers.object(object));
-    this.connected();
-  }
-
-  /** One watch, from the last resourceVersion, until the server ends it (resolves) or it fails. */
-  private async watchOnce(): Promise<{ events: boolean; ms: number }> {
-    if (this.connecting !== undefined) await this.connecting;
-    const started = Date.now();
-    const seconds = Math.round(this.timing.watchSeconds * (1 + Math.random() * 0.5));
-    const idleLimitMs = seconds * 1000 + this.timing.idleMarginMs;
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      let events = false;
-      let lastHeard = Date.now();
-      let controller: AbortController | undefined;
-      const finish = (error?: FailedCall): void => {
-        if (settled) return;
-        settled = true;
-        clearInterval(watchdog);
-        controller?.abort();
-        if (this.current === controller) this.current = undefined;
-        if (error === undefined) resolve({ events, ms: Date.now() - started });
-        else reject(error);
-      };
-      // A hung connection (the server stopped answering, the network dropped it silently) ends no
-      // watch by itself: give it up and start another.
-      const watchdog = setInterval(
-        () => {
-          if (Date.now() - lastHeard > idleLimitMs)
-            finish(
-              new FailedCall('watch', {
-                name: 'TimeoutError',
-                message: `nothing heard for ${idleLimitMs} ms`,
-              }),
-            );
-        },
-        Math.min(5000, idleLimitMs),
-      );
-      watchdog.unref();
-      const onEvent = (type: string, object: unknown): void => {
-        if (settled || this.stopped) return;
-        lastHeard = Date.now();
-        events = true;
-        if (type === 'ERROR') {
-          // A Status object: 410 Gone above all (the resourceVersion was compacted away).
-          finish(new FailedCall('watch', { code: (object as { code?: number }).code, body: object }));
-          return;
-        }
-        const config = object as GatewayConfigObject;
-        const version = config.metadata?.resourceVersion;
-        if (version) this.resourceVersion = version;
-        if (type === 'ADDED' || type === 'MODIFIED') {
-          if (config.metadata?.name !== this.reference.name) return;
-          const appeared = !this.exists;
-          this.exists = true;
-          this.deliver(() => this.handlers.object(config));
-          if (appeared) this.handlers.state({ state: 'up' });
-        } else if (type === 'DELETED') {
-          if (config.metadata?.name !== this.reference.name) return;
-          this.exists = false;
-          this.deliver(() => this.handlers.object(undefined));
-          this.handlers.state({ state: 'missing' });
-        }
-        // BOOKMARK: only its resourceVersion matters.
-      };
-      const connecting = this.watcher
-        .watch(
-          this.path,
-          {
-            fieldSelector: this.fieldSelector,
-            resourceVersion: this.resourceVersion,
-            allowWatchBookmarks: true,
-            timeoutSeconds: seconds,
-          },
-          onEvent,
-          (error: unknown) => {
-            if (this.stopped) finish();
-            else finish(error ? new FailedCall('watch', error) : undefined);
-          },
-        )
-        .then(
-          (abort) => {
-            controller = abort;
-            if (settled || this.stopped) {
-              abort.abort();
-              return;
-            }
-            this.current = abort;
-            this.connected();
-          },
-          (error: unknown) => finish(new FailedCall('watch', error)),
-        )
-        .finally(() => {
-          if (this.connecting === connecting) this.connecting = undefined;
-        });
-      this.connecting = connecting;
-    });
+    this.watch.stop();
   }
 }

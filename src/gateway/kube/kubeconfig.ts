@@ -1,7 +1,8 @@
 /**
- * The Kubernetes credentials of resource mode. In a pod, the service account (its token file is
- * re-read as the kubelet rotates it); outside a cluster, `KUBECONFIG` or `~/.kube/config`, as
- * kubectl reads them. `KUBECONFIG` wins when set, so a pod can be pointed elsewhere on purpose.
+ * The Kubernetes credentials of resource mode and endpoint discovery. In a pod, the service account
+ * (its token file is re-read as the kubelet rotates it); outside a cluster, `KUBECONFIG` or
+ * `~/.kube/config`, as kubectl reads them. `KUBECONFIG` wins when set, so a pod can be pointed
+ * elsewhere on purpose. Loaded once per process: both users share it.
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -32,7 +33,15 @@ function loadFailure(error: unknown): string {
   return error instanceof Error ? error.name : 'an unreadable configuration';
 }
 
-export function loadKubeConfig(): LoadedKubeConfig {
+let loaded: LoadedKubeConfig | undefined;
+
+/** The credentials; `purpose` starts the message of a StartupError when there are none. */
+export function loadKubeConfig(purpose: string): LoadedKubeConfig {
+  loaded ??= readKubeConfig(purpose);
+  return loaded;
+}
+
+function readKubeConfig(purpose: string): LoadedKubeConfig {
   const env = process.env;
   const kubeConfig = new KubeConfig();
   let from = 'the Kubernetes credentials';
@@ -43,7 +52,7 @@ export function loadKubeConfig(): LoadedKubeConfig {
     } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
       if (!existsSync(join(SERVICE_ACCOUNT_DIR, 'token')))
         throw new StartupError(
-          `--config-resource: this pod has no service account token at ${SERVICE_ACCOUNT_DIR}/token: set automountServiceAccountToken: true on the pod (the chart does in resource mode)`,
+          `${purpose}: this pod has no service account token at ${SERVICE_ACCOUNT_DIR}/token: set automountServiceAccountToken: true on the pod (the chart does in resource mode and with a \`service:\` provider)`,
         );
       from = 'the service account of this pod';
       kubeConfig.loadFromCluster();
@@ -51,19 +60,19 @@ export function loadKubeConfig(): LoadedKubeConfig {
       const file = join(homedir(), '.kube', 'config');
       if (!existsSync(file))
         throw new StartupError(
-          '--config-resource: no Kubernetes credentials: not in a pod (KUBERNETES_SERVICE_HOST is not set), KUBECONFIG is not set and ~/.kube/config does not exist',
+          `${purpose}: no Kubernetes credentials: not in a pod (KUBERNETES_SERVICE_HOST is not set), KUBECONFIG is not set and ~/.kube/config does not exist`,
         );
       from = file;
       kubeConfig.loadFromFile(file);
     }
   } catch (error) {
     if (error instanceof StartupError) throw error;
-    throw new StartupError(`--config-resource: cannot load ${from}: ${loadFailure(error)}`);
+    throw new StartupError(`${purpose}: cannot load ${from}: ${loadFailure(error)}`);
   }
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster === null)
     throw new StartupError(
-      `--config-resource: the credentials from ${from} name no current cluster (set a current context)`,
+      `${purpose}: the credentials from ${from} name no current cluster (set a current context)`,
     );
   return { kubeConfig, from, server: cluster.server };
 }

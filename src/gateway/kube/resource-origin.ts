@@ -74,7 +74,7 @@ export function openResourceOrigin(deps: ResourceOriginDeps): ConfigOrigin<Resou
   const where = `gatewayconfig ${reference.namespace}/${reference.name}`;
   const logFields = { resource: `${reference.namespace}/${reference.name}` };
   const pod = process.env.GATEWAY_POD_NAME || hostname();
-  const kube = loadKubeConfig();
+  const kube = loadKubeConfig('--config-resource');
   logger.info(
     { ...logFields, credentials: kube.from, server: kube.server, pod },
     'configuration from the Kubernetes API',

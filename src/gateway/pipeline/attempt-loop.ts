@@ -58,7 +58,9 @@ const NO_PROVIDER_LEFT: Partial<Record<AbandonReason, () => GatewayError>> = {
  */
 export function runAttempts(ctx: RequestContext, deps: AttemptLoopDeps): void {
   try {
-    new AttemptLoop(ctx, deps).start(0);
+    // Only a pool of Services can be empty: none of their pods is ready (or none was heard of yet).
+    if (ctx.route!.providers.length === 0) deps.answer(ctx, gatewayErrors.noMembers());
+    else new AttemptLoop(ctx, deps).start(0);
   } catch (error) {
     deps.failUnexpectedly(ctx, error);
   }
@@ -147,7 +149,7 @@ class AttemptLoop implements HeadListener, AttemptListener {
     grants.release();
     const ctx = this.#ctx;
     const provider = this.#order[index]!;
-    this.#deps.metrics.attemptsOf.get(ctx.modelLabel, ctx.route!.key, provider.name, 'local_refusal').inc();
+    this.#deps.metrics.attemptsOf.get(ctx.modelLabel, ctx.route!.key, provider.label, 'local_refusal').inc();
     if (index < this.#attempts - 1 && ctx.route!.fallback?.onRateLimit) {
       this.start(index + 1);
       return;

@@ -285,7 +285,7 @@ export class Attempt implements Grant, AbandonListener {
     this.#settle('committed');
     this.#cancelDeadline();
     this.#count('committed');
-    this.#ctx.served = new ServedRecord(this.provider.name, this.provider.pricing, this.startedAt);
+    this.#ctx.served = new ServedRecord(this.provider, this.startedAt);
   }
 
   /**
@@ -385,7 +385,7 @@ export class Attempt implements Grant, AbandonListener {
   /** `gateway_upstream_attempts_total`, labels in order: model, pool, provider, outcome. */
   #count(outcome: AbandonReason | 'committed'): void {
     const ctx = this.#ctx;
-    this.#deps.metrics.attemptsOf.get(ctx.modelLabel, ctx.route!.key, this.provider.name, outcome).inc();
+    this.#deps.metrics.attemptsOf.get(ctx.modelLabel, ctx.route!.key, this.provider.label, outcome).inc();
   }
 
   #cancelDeadline(): void {
@@ -459,6 +459,7 @@ export function send(
       },
       provider.upstreamTimeouts,
       listener,
+      provider.endpoint.servername,
     );
   } catch (error) {
     attempt.failed(error as Error, 'head');

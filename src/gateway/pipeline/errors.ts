@@ -106,6 +106,11 @@ export const gatewayErrors = {
     make(503, 'api_error', 'upstream_unavailable', 'The upstream provider could not be reached.', {
       outcome: 'upstream_error',
     }),
+  /** A pool whose only entries are Services with no ready pod: nothing to send the request to. */
+  noMembers: () =>
+    make(503, 'api_error', 'no_ready_endpoints', 'No provider of this model has a ready endpoint.', {
+      outcome: 'upstream_error',
+    }),
   /** Resource mode before the first GatewayConfig loaded: nothing to route by yet. */
   notConfigured: () =>
     make(503, 'api_error', 'configuration_unavailable', 'The gateway has not loaded a configuration yet.', {

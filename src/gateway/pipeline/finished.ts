@@ -72,7 +72,7 @@ export function recordFinished(
     method: ctx.req.method ?? '',
     path: ctx.path,
     model: ctx.modelLabel,
-    provider: served?.provider ?? '',
+    provider: served?.member ?? '',
     status,
     outcome,
     attempts: ctx.attempts,

@@ -1,4 +1,4 @@
-import type { TokenPrices } from '../runtime/table.js';
+import type { ProviderRoute, TokenPrices } from '../runtime/table.js';
 import type { TokenUsage } from './usage.js';
 
 /**
@@ -6,8 +6,10 @@ import type { TokenUsage } from './usage.js';
  * the attempt commits, completed when the provider's body ends or breaks.
  */
 export class ServedRecord {
-  /** The provider's name (the `provider` label). */
+  /** The provider's entry (the `provider` label). */
   readonly provider: string;
+  /** The provider itself: the entry, or `<entry>/<pod>` for a pod of a Service (the access log's `provider`). */
+  readonly member: string;
   /** Its token prices, if it has any. */
   readonly pricing: TokenPrices | undefined;
   /** When the attempt started (`performance.now()`). */
@@ -19,9 +21,10 @@ export class ServedRecord {
   /** The token usage the provider reported, if it did. */
   usage: TokenUsage | undefined;
 
-  constructor(provider: string, pricing: TokenPrices | undefined, startedAt: number) {
-    this.provider = provider;
-    this.pricing = pricing;
+  constructor(provider: Pick<ProviderRoute, 'label' | 'name' | 'pricing'>, startedAt: number) {
+    this.provider = provider.label;
+    this.member = provider.name;
+    this.pricing = provider.pricing;
     this.startedAt = startedAt;
   }
 

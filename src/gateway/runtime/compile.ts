@@ -14,6 +14,7 @@ import type {
   RuntimeTable,
   AliasRoute,
   ProviderRoute,
+  ServiceEntryMembers,
   FallbackPolicy,
   KeyLimits,
   TokenPrices,
@@ -23,6 +24,7 @@ import {
   DEFAULT_STRATEGY,
   DEFAULT_UPSTREAM_AUTH_HEADER_NAME,
   DEFAULT_UPSTREAM_AUTH_HEADER_PREFIX,
+  providerIdentity,
   requestClassOf,
   resolveTimeouts,
   type FallbackConfig,
@@ -31,6 +33,7 @@ import {
   type TimeoutsConfig,
 } from '../config/schema/index.js';
 import type { ResolvedGatewayConfig, ResolvedProvider, ResolvedTarget } from '../config/secrets.js';
+import { memberUrl, noMembers, type MembersOf, type ServiceMembers } from '../discovery/members.js';
 
 export interface CompileOptions {
   /** Enforce `batch_inflight_limit` with the built-in counter (`--enforce-batch-inflight`). */
@@ -55,6 +58,11 @@ export interface CompileOptions {
    * registry, under the same identities. An embedder's `batchLimiter` still wins for batch.
    */
   sharedLimits: LimiterFactory | undefined;
+  /**
+   * The ready pods of a `service:` entry's Service (endpoint discovery); absent when compiling only
+   * to check a file, or before discovery started: such an entry then has no member.
+   */
+  members?: MembersOf | undefined;
 }
 
 export type CompileResult = { ok: true; table: CompiledTable } | { ok: false; issues: ConfigIssue[] };
@@ -141,7 +149,12 @@ export function compileRuntime(
     const defaultPool = config.targets[model] ?? target;
     const auth = keys.target(key)!;
     const subject = { scope: 'target' as const, subject: key };
-    const providers = compileProviders(key, target, config.timeouts, limiters);
+    const services: ServiceEntryMembers[] = [];
+    const providers = compileProviders(key, target, config.timeouts, limiters, (entry, service) => {
+      const members = options.members?.(service) ?? noMembers(service.namespace ?? '');
+      services.push({ entry, service: service.name, members });
+      return members;
+    });
     routes.set(key, {
       key,
       model,
@@ -169,8 +182,7 @@ export function compileRuntime(
           : options.outliers?.pool(
               model,
               key,
-              providers.map((p) => p.name),
-              providers.map((p) => p.endpoint.origin + p.endpoint.basePath),
+              providers.map((p) => ({ name: p.name, url: p.endpoint.origin + p.endpoint.basePath })),
               outlierSettings(target.outlier_detection),
             ),
       requestUsageInStreams: target.usage?.request_in_streams ?? config.usage?.request_in_streams ?? false,
@@ -186,6 +198,7 @@ export function compileRuntime(
               target.strategy === 'prefix_affinity' ? affinitySettings(target) : undefined,
             ),
       reasoning: providers.map((p) => p.reasoning),
+      services,
     });
   }
 
@@ -193,7 +206,8 @@ export function compileRuntime(
     ok: true,
     table: {
       hash,
-      createdAt: Math.floor(Date.now() / 1000),
+      // A table compiled again for new members of a Service is the same configuration.
+      createdAt: previous?.hash === hash ? previous.createdAt : Math.floor(Date.now() / 1000),
       strictMode: config.strict_mode ?? false,
       routes,
       keys,
@@ -230,15 +244,30 @@ function strategyOf(target: ResolvedTarget): RouteStrategy {
   return target.strategy ?? DEFAULT_STRATEGY;
 }
 
+/** One provider of a pool as the attempt loop sees it: a `url:` entry, or one pod of a `service:` entry. */
+interface ProviderSite {
+  /** Identity of the member: the entry's, or `<entry>/<pod>`. */
+  name: string;
+  /** The entry's identity: the `provider` label. */
+  label: string;
+  url: string;
+  weight: number;
+  /** The name a pod's certificate is checked for (`https` Services). */
+  servername: string | undefined;
+}
+
 /**
  * A single-provider target is compiled as a pool of one, so the attempt loop has one shape to
- * handle. In a pool, provider entries inherit the pool's settings where they leave them unset.
+ * handle. In a pool, provider entries inherit the pool's settings where they leave them unset; a
+ * `service:` entry becomes one provider per ready pod (`membersOf`), each with the entry's settings
+ * and limits of its own.
  */
 function compileProviders(
   poolKey: string,
   target: ResolvedTarget,
   rootTimeouts: TimeoutsConfig | undefined,
   limiters: LimiterFactory,
+  membersOf: (entry: string, service: NonNullable<ResolvedProvider['service']>) => ServiceMembers,
 ): ProviderRoute[] {
   const entries: readonly ResolvedProvider[] = target.providers ?? [
     {
@@ -251,8 +280,23 @@ function compileProviders(
     },
   ];
   const isPool = target.providers !== undefined;
-  return entries.map((entry, index) => {
-    const name = entry.name ?? entry.url;
+  const sites = entries.flatMap((entry): [ResolvedProvider, ProviderSite][] => {
+    const service = entry.service;
+    const label = providerIdentity(entry);
+    if (service === undefined)
+      return [
+        [entry, { name: label, label, url: entry.url!, weight: entry.weight ?? 1, servername: undefined }],
+      ];
+    const members = membersOf(label, service);
+    const weight = (entry.weight ?? 1) / Math.max(1, members.ready.length);
+    const servername = service.scheme === 'https' ? `${service.name}.${members.namespace}.svc` : undefined;
+    return members.ready.map((member) => [
+      entry,
+      { name: `${label}/${member.pod}`, label, url: memberUrl(service, member.address), weight, servername },
+    ]);
+  });
+  return sites.map(([entry, site], index) => {
+    const name = site.name;
     const trusted = entry.trusted ?? target.trusted ?? false;
     const gatewayKey = entry.gateway_key ?? target.gateway_key;
     const headerName =
@@ -271,9 +315,10 @@ function compileProviders(
     const timeouts = resolveTimeouts(isPool ? entry.timeouts : undefined, target.timeouts, rootTimeouts);
     return {
       name,
+      label: site.label,
       index,
-      endpoint: parseEndpoint(entry.url),
-      weight: entry.weight ?? 1,
+      endpoint: parseEndpoint(site.url, site.servername),
+      weight: site.weight,
       gatewayModel: entry.gateway_model ?? target.gateway_model,
       gatewayKey,
       authHeader:

@@ -4,6 +4,7 @@ import type { PoolOutliers } from '../balance/outliers.js';
 import type { PoolPicker } from '../balance/pool-picker.js';
 import type { RouteStrategy } from '../balance/strategies.js';
 import type { CompiledReasoning } from '../reasoning/index.js';
+import type { ServiceMembers } from '../discovery/members.js';
 import type { UpstreamEndpoint, UpstreamTimeouts } from '../http/upstream.js';
 import type { ResolvedTimeouts } from '../config/schema/index.js';
 import type {
@@ -84,11 +85,26 @@ export interface AliasRoute {
   readonly picker: PoolPicker | undefined;
   /** `providers[i].reasoning` in configuration order: what `planReasoning` takes. */
   readonly reasoning: readonly (CompiledReasoning | undefined)[];
+  /** The pool's `service:` entries and what discovery said of them when the table was compiled. */
+  readonly services: readonly ServiceEntryMembers[];
+}
+
+/** A `service:` entry of a pool and its members (`gateway_service_endpoints`). */
+export interface ServiceEntryMembers {
+  /** The entry's identity: the `provider` label. */
+  readonly entry: string;
+  readonly service: string;
+  readonly members: ServiceMembers;
 }
 
 export interface ProviderRoute {
-  /** Identity for logs and the share controller: the configured name, else the URL. */
+  /**
+   * Identity for logs, the access log, limits and the per-member state (picking, ejection): the
+   * configured name, else the URL; for a pod of a `service:` entry `<entry>/<pod>`.
+   */
   readonly name: string;
+  /** The `provider` label of the request, attempt, token and latency metrics: the entry's identity. */
+  readonly label: string;
   readonly index: number;
   readonly endpoint: UpstreamEndpoint;
   readonly weight: number;

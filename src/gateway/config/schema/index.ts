@@ -39,6 +39,8 @@ export { FallbackSchema } from './fallback.js';
 export { TIMEOUT_DEFAULTS, TimeoutsSchema, resolveTimeouts } from './timeouts.js';
 export { OUTLIER_DEFAULTS, OutlierDetectionSchema } from './outliers.js';
 export { AFFINITY_DEFAULTS, AffinitySchema } from './affinity.js';
+export { SERVICE_DEFAULTS, ServiceReferenceSchema } from './service.js';
+export type { ServiceReference } from './service.js';
 export type { AffinityConfig } from './affinity.js';
 export type { OutlierDetectionConfig } from './outliers.js';
 export type { ResolvedTimeouts, TimeoutsConfig } from './timeouts.js';

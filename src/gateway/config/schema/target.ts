@@ -24,6 +24,7 @@ import { FallbackSchema } from './fallback.js';
 import { TimeoutsSchema } from './timeouts.js';
 import { OutlierDetectionSchema } from './outliers.js';
 import { AffinitySchema } from './affinity.js';
+import { ServiceReferenceSchema } from './service.js';
 
 const ResponseHeadersSchema = z.record(HeaderNameSchema, HeaderValueSchema).superRefine((headers, ctx) => {
   // Header names are case-insensitive: two spellings of one name would make the winner arbitrary.
@@ -167,28 +168,48 @@ function upstreamFields(scope: 'target' | 'provider') {
   };
 }
 
+/** Strategies a `service:` entry may be used with: its pods are peers, none preferred. */
+export const SERVICE_STRATEGIES: ReadonlySet<string> = new Set([
+  'weighted_random',
+  'round_robin',
+  'least_request',
+  'prefix_affinity',
+]);
+
 export const ProviderSchema = z
   .strictObject({
-    url: UrlSchema.describe(
-      "Base URL of this provider (http or https), for example `http://10.0.0.5:8000/v1`. The request path is appended; a base ending in `/v1` absorbs the request path's leading `/v1`.",
+    url: UrlSchema.optional().describe(
+      "Base URL of this provider (http or https), for example `http://10.0.0.5:8000/v1`. The request path is appended; a base ending in `/v1` absorbs the request path's leading `/v1`. An entry has either `url` or `service`.",
+    ),
+    service: ServiceReferenceSchema.optional().describe(
+      "A Kubernetes Service instead of a `url`: every ready pod behind it is a member of the pool, found through the Service's EndpointSlices and followed as pods come and go. Each member is picked, limited, timed and ejected as a provider of its own, named `<entry name>/<pod name>`; metrics count the entry as one provider. Not with `strategy: priority`.",
     ),
     name: NonEmptyString.max(LIMITS.nameLength, { error: `must be at most ${LIMITS.nameLength} characters` })
       .optional()
       .describe(
-        `Identity of the provider in logs, metrics and the share controller (at most ${LIMITS.nameLength} characters). Default: the \`url\`. Identities must be unique within a pool.`,
+        `Identity of the provider in logs, metrics and the share controller (at most ${LIMITS.nameLength} characters). Default: the \`url\`, or the Service's name. Identities must be unique within a pool.`,
       ),
     weight: z
       .number()
       .positive()
       .default(1)
       .describe(
-        'Relative share of traffic under `weighted_random` (a positive number). Ignored by `priority`.',
+        "Relative share of traffic under `weighted_random` (a positive number; a `service:` entry's share is split evenly among its pods). Ignored by the other strategies.",
       ),
     ...upstreamFields('provider'),
   })
   .meta({
     id: 'Provider',
     title: 'Provider entry',
+    ...kubernetesRules({
+      rule: 'has(self.url) != has(self.service)',
+      message: 'a provider entry has either `url` or `service`, exactly one of them',
+    }),
+    // The two forms of an entry, for editors; `checkTarget` gives the precise messages.
+    anyOf: [
+      { title: 'Provider at a URL', required: ['url'], not: { required: ['service'] } },
+      { title: "A Service's pods", required: ['service'], not: { required: ['url'] } },
+    ],
     description:
       'One upstream of a pool. Fields it does not set are inherited from the pool (the target) where the pool has them.',
   });
@@ -284,7 +305,13 @@ const TARGET_KUBERNETES_RULES = kubernetesRules(
       'not valid on the top level of a pool that uses `providers`: set `propagate_trace_context` on each provider entry',
   },
   {
-    rule: '!has(self.providers) || !has(self.fallback) || !has(self.fallback.max_attempts) || self.fallback.max_attempts <= size(self.providers)',
+    rule: "!has(self.providers) || !has(self.strategy) || self.strategy != 'priority' || !self.providers.exists(p, has(p.service))",
+    fieldPath: '.strategy',
+    message:
+      'a pool with a `service:` entry picks among its pods as peers: set `strategy` to `weighted_random`, `round_robin`, `least_request` or `prefix_affinity`, not `priority`',
+  },
+  {
+    rule: '!has(self.providers) || !has(self.fallback) || !has(self.fallback.max_attempts) || self.providers.exists(p, has(p.service)) || self.fallback.max_attempts <= size(self.providers)',
     fieldPath: '.fallback.max_attempts',
     message:
       'more attempts than the pool has providers: each attempt goes to a different provider, so `max_attempts` is at most the number of `providers`',
@@ -335,8 +362,8 @@ export function isPoolTarget<T extends Pick<TargetConfig, 'providers'>>(
 }
 
 /** Identity of a provider entry in logs, metrics and AIMD state. */
-export function providerIdentity(provider: Pick<ProviderConfig, 'name' | 'url'>): string {
-  return provider.name ?? provider.url;
+export function providerIdentity(provider: Pick<ProviderConfig, 'name' | 'url' | 'service'>): string {
+  return provider.name ?? provider.url ?? provider.service!.name;
 }
 
 /**
@@ -396,28 +423,55 @@ function checkTarget(target: TargetConfig, ctx: z.RefinementCtx): void {
       message: `\`affinity\` configures \`strategy: prefix_affinity\`; this pool uses \`${target.strategy ?? DEFAULT_STRATEGY}\``,
     });
 
+  const strategy = target.strategy ?? DEFAULT_STRATEGY;
+  let services = 0;
+  providers.forEach((provider, index) => {
+    if ((provider.url === undefined) === (provider.service === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['providers', index],
+        message:
+          provider.url === undefined
+            ? 'a provider entry needs either `url` (one upstream) or `service` (the pods of a Kubernetes Service)'
+            : 'a provider entry has either `url` or `service`, not both',
+      });
+    if (provider.service === undefined) return;
+    services++;
+    if (!SERVICE_STRATEGIES.has(strategy))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['providers', index, 'service'],
+        message: `a Service's pods are peers, none preferred: \`strategy: ${strategy}\` cannot pick among them; use \`weighted_random\`, \`round_robin\`, \`least_request\` or \`prefix_affinity\``,
+      });
+  });
+
   const identities = new Map<string, number>();
   providers.forEach((provider, index) => {
+    if (provider.url === undefined && provider.service === undefined) return;
     const identity = providerIdentity(provider);
     const earlier = identities.get(identity);
     if (earlier === undefined) identities.set(identity, index);
     else
       ctx.addIssue({
         code: 'custom',
-        path: ['providers', index, provider.name !== undefined ? 'name' : 'url'],
+        path: [
+          'providers',
+          index,
+          provider.name !== undefined ? 'name' : provider.url !== undefined ? 'url' : 'service',
+        ],
         message: `provider identity \`${identity}\` is already used by providers[${earlier}]: give each entry a distinct \`name\``,
       });
   });
 
   const fallback = target.fallback;
   if (fallback === undefined) return;
-  if (fallback.max_attempts !== undefined && fallback.max_attempts > providers.length)
+  // A Service's entry has as many members as it has ready pods: the attempts are bounded when picked.
+  if (fallback.max_attempts !== undefined && services === 0 && fallback.max_attempts > providers.length)
     ctx.addIssue({
       code: 'custom',
       path: ['fallback', 'max_attempts'],
       message: `${fallback.max_attempts} attempts exceed the ${providers.length} provider(s) of the pool: each attempt goes to a different provider`,
     });
-  const strategy = target.strategy ?? DEFAULT_STRATEGY;
   if (fallback.aimd !== undefined && fallback.aimd !== false && strategy !== 'priority')
     ctx.addIssue({
       code: 'custom',
