@@ -152,7 +152,8 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
     const event: WatchEvent = { type, rv: Number(object.metadata.resourceVersion), object: copy(object) };
     history.push(event);
     for (const watcher of watchers)
-      if (watcher.matches(object) && !watcher.res.writableEnded) watcher.res.write(`${JSON.stringify({ type, object: event.object })}\n`);
+      if (watcher.matches(object) && !watcher.res.writableEnded)
+        watcher.res.write(`${JSON.stringify({ type, object: event.object })}\n`);
   };
 
   /** Streams the events after `resourceVersion` that `matches` takes, then the new ones, until the timeout. */
