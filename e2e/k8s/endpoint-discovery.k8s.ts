@@ -3,7 +3,7 @@
  * Service, and a gateway release whose pools name that Service (`service:` entries), so the
  * gateway follows its EndpointSlices through the API server with the chart's Role. Requests spread
  * over every pod (read from each pod's own counters), beside the skew of the same load through the
- * Service's ClusterIP; a pod added is served within 2 s of becoming ready; a pod deleted under
+ * Service's ClusterIP (kube-proxy picks a pod per connection); a pod added is served within 2 s of becoming ready; a pod deleted under
  * streaming load fails nothing; with prefix_affinity, the turns of a conversation land on one pod
  * (read from the pods' prefix-cache counters). The steps share one release and run in order.
  */
@@ -194,7 +194,7 @@ afterAll(async () => {
 });
 
 describe('endpoint discovery', () => {
-  it('spreads requests over every pod of the Service; the ClusterIP URL, measured beside it, does not', async () => {
+  it('spreads requests over every pod of the Service, beside the skew of the same load through its ClusterIP', async () => {
     const pods = (await simPods()).map(podName);
     expect(pods).toHaveLength(3);
     const batch = (model: string) => () =>

@@ -151,6 +151,21 @@ describe('prefix_affinity', () => {
     expect(pool.affinityEntries).toBe(10);
   });
 
+  it('spreads conversations whose prompts differ in one character evenly, wherever that character is', () => {
+    // Each character feeds one of the hasher's lanes: a difference in any position must move the
+    // whole hash, or prompts that differ late (an id) would crowd one arc of the ring.
+    for (const at of [0, 1, 2, 3]) {
+      const { pool } = picker('prefix_affinity', { ...SETTINGS, blockChars: 256 });
+      const counts = new Map<string, number>();
+      for (let id = 0; id < 400; id++) {
+        const system = `${'x'.repeat(40 + at)}${String(id).padStart(3, '0')} ${LONG_SYSTEM}`;
+        const first = pool.order(MEMBERS, chat(system, 'hello'), Math.random)[0]!;
+        counts.set(first, (counts.get(first) ?? 0) + 1);
+      }
+      for (const member of MEMBERS) expect(counts.get(member) ?? 0).toBeGreaterThan(50);
+    }
+  });
+
   it('hashes only full blocks, and at most max_blocks of them', () => {
     const key = affinityKey({ messages: [{ role: 'user', content: 'x'.repeat(100) }] }, undefined, 32, 2);
     // "user" + 100 characters = 104: three full blocks of 32, cut at two.

@@ -26,8 +26,30 @@ const FNV_PRIME = 0x01000193;
 const SECOND_OFFSET = 0x050c5d1f;
 const SECOND_PRIME = 0x5bd1e995;
 
-/** 32 bits of one lane and 21 of the other: a 53-bit number, exact as a JavaScript number. */
-const combine = (a: number, b: number): number => (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+/**
+ * MurmurHash3's finalizer: FNV-1a alone spreads a small difference (one character of a long
+ * prompt) over few high bits, so similar prompts would crowd one arc of the ring.
+ */
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/** 32 bits of one lane and 21 of the other, each mixed: a 53-bit number, exact as a JavaScript number. */
+const combine = (a: number, b: number): number => (mix(a) >>> 0) * 0x200000 + ((mix(b) >>> 0) & 0x1fffff);
+
+/**
+ * A block's hash from the four lanes: each half of the result depends on every lane (a character
+ * changes one lane only, and either half alone places a prompt on the ring or in the table).
+ */
+function blockHash(l0: number, l1: number, l2: number, l3: number): number {
+  const high = l0 ^ mix(l1 ^ mix(l2 ^ mix(l3)));
+  const low = l3 ^ mix(l2 ^ mix(l1 ^ mix(l0 ^ SECOND_OFFSET)));
+  return combine(high, low);
+}
 
 /** A 53-bit hash of a string (a session key, a ring point). */
 export function hashString(text: string): number {
@@ -95,9 +117,7 @@ class BlockHasher {
         else l2 = Math.imul(l2 ^ c, FNV_PRIME);
       }
       if (filled === blockChars) {
-        blocks.push(
-          combine(Math.imul(l0 ^ (l1 >>> 15), SECOND_PRIME), Math.imul(l2 ^ (l3 >>> 13), FNV_PRIME)),
-        );
+        blocks.push(blockHash(l0, l1, l2, l3));
         filled = 0;
       }
     }
