@@ -123,12 +123,19 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     membersTimer ??= setTimeout(() => {
       membersTimer = undefined;
       if (resolved === undefined || runtime === undefined) return;
-      const compiled = compileRuntime(resolved.config, resolved.hash, runtime, compileOptions);
+      let compiled: ReturnType<typeof compileRuntime>;
+      try {
+        compiled = compileRuntime(resolved.config, resolved.hash, runtime, compileOptions);
+      } catch (error) {
+        logger.error({ err: error }, 'compiling the new members of a pool failed unexpectedly');
+        return;
+      }
       if (!compiled.ok) {
         logger.error({ errors: compiled.issues }, 'compiling the new members of a pool failed unexpectedly');
         return;
       }
       logMemberChanges(logger, runtime, compiled.table);
+      warnOverLimit(logger, runtime, compiled.table);
       runtime = compiled.table;
       outliers.commit();
       pickers.commit();
@@ -158,6 +165,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
       throw new ConfigLoadError(origin.where, compiled.issues);
     }
     runtime = compiled.table;
+    warnOverLimit(logger, undefined, runtime);
     outliers.commit();
     pickers.commit();
     committed(startup.config, startup.hash);
@@ -192,6 +200,8 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
         ? { ok: false as const, issues: [discoveryIssue] }
         : compileRuntime(loaded.config, loaded.hash, runtime, compileOptions);
     if (!compiledNext.ok) {
+      // The Services only the rejected configuration named are not followed.
+      discovery?.retain(serviceReferences(resolved?.config.targets ?? {}));
       metrics.configReloads.inc({ result: 'failure' });
       metrics.configLastReloadSuccessful.set(0);
       const errors = origin.describeIssues(compiledNext.issues);
@@ -211,6 +221,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     }
     const next = compiledNext.table;
     const previousHash = runtime?.hash;
+    warnOverLimit(logger, runtime, next);
     runtime = next;
     outliers.commit();
     pickers.commit();
@@ -419,6 +430,27 @@ function logMemberChanges(logger: Logger, before: CompiledTable, after: Compiled
         'pool members changed',
       );
   }
+}
+
+/** A warning when more pods of a Service are ready than its entry's `max_endpoints` takes (once per change). */
+function warnOverLimit(logger: Logger, before: CompiledTable | undefined, after: CompiledTable): void {
+  for (const [key, route] of after.routes)
+    for (const { entry, service, members } of route.services) {
+      const earlier =
+        before?.routes.get(key)?.services.find((s) => s.entry === entry)?.members.overLimit ?? 0;
+      if (members.overLimit > 0 && members.overLimit !== earlier)
+        logger.warn(
+          {
+            model: route.model,
+            pool: key,
+            provider: entry,
+            service: `${members.namespace}/${service}`,
+            members: members.ready.length,
+            overLimit: members.overLimit,
+          },
+          'more pods of the Service are ready than the entry takes (max_endpoints): the pods after the first by name get no request',
+        );
+    }
 }
 
 /** How long startup waits for Redis before serving with the failure policy deciding. */

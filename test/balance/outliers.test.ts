@@ -96,7 +96,7 @@ describe('OutlierRegistry: ejection state across reloads and members', () => {
   const at = (...names: string[]) => names.map((name) => ({ name, url: `http://${name}` }));
   const compile = (
     r: OutlierRegistry,
-    members: { name: string; url: string }[],
+    members: { name: string; url: string; label?: string }[],
     settings = SETTINGS,
   ): PoolOutliers => {
     r.begin();
@@ -150,6 +150,21 @@ describe('OutlierRegistry: ejection state across reloads and members', () => {
       three.record(1, 'success');
       r.stop();
     });
+  });
+
+  it("labels a pod's gauge by the pod and its ejection count by its entry", async () => {
+    const metrics = new OutlierMetrics(new Registry(), 'gateway');
+    const r = registry(metrics);
+    const pods = ['vllm/a', 'vllm/b'].map((name) => ({ name, url: `http://${name}`, label: 'vllm' }));
+    compile(r, pods, eager).record(0, 'failure');
+    const gauge = await metrics.ejected.get();
+    expect(gauge.values.map((v) => [v.labels.provider, v.value])).toEqual([
+      ['vllm/a', 1],
+      ['vllm/b', 0],
+    ]);
+    const counter = await metrics.ejections.get();
+    expect(counter.values.map((v) => [v.labels.provider, v.value])).toEqual([['vllm', 1]]);
+    r.stop();
   });
 
   it('a provider whose address changed is a new one', () => {

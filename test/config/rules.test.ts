@@ -304,6 +304,16 @@ const invalid: Case[] = [
     ],
   ],
   [
+    "a provider named like a pod of the pool's service entry",
+    withTargets({
+      p: pool({}, [
+        { name: 'vllm', service: { name: 'vllm', port: 8000 } },
+        { name: 'vllm/vllm-a', url: 'http://a' },
+      ]),
+    }),
+    [['$.targets.p.providers[1].name', 'could be the name of a pod of providers[0]']],
+  ],
+  [
     'max_attempts 0',
     withTargets({ p: pool({ fallback: { max_attempts: 0 } }) }),
     [['$.targets.p.fallback.max_attempts', 'must be >= 1']],

@@ -218,9 +218,12 @@ describe('endpoint discovery', () => {
     expect(((await empty.json()) as { error: { code: string } }).error.code).toBe('no_ready_endpoints');
 
     // The watch's resourceVersion is compacted away: the gateway lists again and sees the pods.
+    const lists = () => api.calls.filter((c) => c.verb === 'list-slices').length;
+    const listedBefore = lists();
     api.compact();
     api.applySlice(NS, SERVICE, 'vllm-1', port, [endpoint(0, { ready: false }), endpoint(1)]);
     await until(async () => (await chat(gw)).status === 200, 10_000, 50);
+    expect(lists()).toBeGreaterThan(listedBefore);
     expect(served(0)).toBe(0);
     const text = await gw.metrics();
     expect(metricValue(text, 'gateway_service_endpoints', { pool: 'llama', state: 'not_ready' })).toBe(1);
@@ -233,6 +236,29 @@ describe('endpoint discovery', () => {
       10_000,
     );
     expect((await chat(gw)).status).toBe(200);
+  });
+
+  it('follows the Services the configuration names: a reload that drops them stops their watches and series', async () => {
+    api.applySlice(NS, SERVICE, 'vllm-1', port, [endpoint(0)]);
+    api.applySlice(NS, 'other', 'other-1', port, [endpoint(1)]);
+    const both = config();
+    (both.targets.llama.providers as unknown[]).push({
+      name: 'other',
+      service: { name: 'other', namespace: NS, port, path: '/v1' },
+    });
+    const gw = await start(both);
+    expect(new Set([(await chat(gw)).pod, (await chat(gw)).pod])).toEqual(new Set(['vllm-a', 'vllm-b']));
+    await until(() => api.openWatches() === 2, 5000);
+
+    // A reload without the service entries: their watches close, their series go, the pool serves
+    // its URL.
+    await gw.writeConfig({ targets: { llama: { url: `${pods[2]!.url}/v1` } } });
+    await gw.waitForReloads(1);
+    await until(() => api.openWatches() === 0, 5000);
+    const text = await gw.metrics();
+    expect(text).not.toContain('gateway_service_discovery_up{');
+    expect(text).not.toContain('gateway_service_endpoints{');
+    expect((await chat(gw)).pod).toBe('vllm-c');
   });
 
   it('without Kubernetes credentials, refuses to start and names the entry', async () => {

@@ -81,6 +81,8 @@ export interface FakeKubeApi {
   /** A kubeconfig file naming this server (KUBECONFIG of the gateways under test). */
   readonly kubeconfig: string;
   readonly calls: RecordedCall[];
+  /** Watch connections open now (of any resource). */
+  openWatches(): number;
   /** Creates the object, or replaces its spec (a new generation). */
   apply(namespace: string, name: string, spec: unknown): StoredObject;
   delete(namespace: string, name: string): void;
@@ -417,6 +419,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
     url,
     kubeconfig,
     calls,
+    openWatches: () => watchers.size,
     apply(namespace, name, spec) {
       const existing = objects.get(key(namespace, name));
       rv += 1;

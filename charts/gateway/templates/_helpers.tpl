@@ -287,7 +287,6 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- end }}
 {{- end }}
 
-{{/* "true" when the gateway reads a GatewayConfig object through the Kubernetes API (config.source resource). */}}
 {{/*
 Namespaces whose EndpointSlices the gateway lists and watches, comma-separated: those of the
 `service:` provider entries of config.spec (the release's namespace for an entry that names none)
@@ -310,6 +309,7 @@ and endpointDiscovery.namespaces. Empty without a `service:` entry: then no Role
 {{- $namespaces | uniq | sortAlpha | join "," }}
 {{- end }}
 
+{{/* "true" when the gateway reads a GatewayConfig object through the Kubernetes API (config.source resource). */}}
 {{- define "gateway.resourceMode" -}}
 {{- if eq .Values.config.source "resource" }}true{{- end }}
 {{- end }}

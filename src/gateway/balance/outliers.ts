@@ -51,9 +51,22 @@ class ProviderRecord {
   gone = false;
   timer: NodeJS.Timeout | undefined;
   readonly name: string;
-  constructor(name: string) {
+  /** The `provider` label of counters: the entry's name, which a Service's pods share. */
+  readonly label: string;
+  constructor(name: string, label: string) {
     this.name = name;
+    this.label = label;
   }
+}
+
+/**
+ * A provider of a pool: its name (a pod's is `<entry>/<pod>`: the gauge's label), its address, and
+ * the label its counters carry (the entry's name; the name when absent).
+ */
+export interface OutlierProvider {
+  readonly name: string;
+  readonly url: string;
+  readonly label?: string;
 }
 
 export interface OutlierDeps {
@@ -88,7 +101,7 @@ export class PoolOutliers {
   constructor(
     model: string,
     pool: string,
-    providers: readonly { name: string; url: string }[],
+    providers: readonly OutlierProvider[],
     settings: OutlierSettings,
     deps: OutlierDeps,
     previous?: PoolOutliers,
@@ -100,9 +113,9 @@ export class PoolOutliers {
     this.#count = previous === undefined ? new PoolCount() : previous.#count;
     const kept = previous === undefined ? undefined : previous.#byIdentity;
     this.#byIdentity = new Map();
-    this.#providers = providers.map(({ name, url }) => {
+    this.#providers = providers.map(({ name, url, label }) => {
       const identity = `${name} ${url}`;
-      const record = kept?.get(identity) ?? new ProviderRecord(name);
+      const record = kept?.get(identity) ?? new ProviderRecord(name, label ?? name);
       this.#byIdentity.set(identity, record);
       return record;
     });
@@ -169,7 +182,7 @@ export class PoolOutliers {
     provider.timer.unref();
     const labels = this.#labels(provider.name);
     this.#deps.metrics.ejected.set(labels, 1);
-    this.#deps.metrics.ejections.inc(labels);
+    this.#deps.metrics.ejections.inc(this.#labels(provider.label));
     this.#deps.logger.warn(
       { ...labels, failures: provider.consecutive, ejectionMs: ms, timesEjected: provider.timesEjected },
       'provider ejected from its pool after consecutive failures',
@@ -191,12 +204,15 @@ export class PoolOutliers {
     return { model: this.#model, pool: this.#pool, provider };
   }
 
-  /** Stops the return timers (the pool left the configuration, or the gateway stops). */
+  /**
+   * Stops the return timers and removes the providers' gauge series (the pool left the
+   * configuration, or changed its settings: a successor shows its own; or the gateway stops).
+   */
   stop(): void {
     this.#count.stopped = true;
     for (const provider of this.#providers) {
       clearTimeout(provider.timer);
-      if (provider.ejected) this.#deps.metrics.ejected.set(this.#labels(provider.name), 0);
+      this.#deps.metrics.ejected.remove(this.#labels(provider.name));
     }
   }
 }
@@ -224,7 +240,7 @@ export class OutlierRegistry {
   pool(
     model: string,
     pool: string,
-    providers: readonly { name: string; url: string }[],
+    providers: readonly OutlierProvider[],
     settings: OutlierSettings,
   ): PoolOutliers {
     const signature = JSON.stringify([model, settings]);

@@ -48,7 +48,7 @@ export interface EndpointSliceShape {
 /**
  * The members of `service` among `slices`: endpoints of slices that list its port, IP addresses
  * only (an FQDN slice names no pod), each pod once (a pod moving between slices can be in two for a
- * moment), sorted by pod name and capped.
+ * moment; a dual-stack pod by its IPv4 address), sorted by pod name and capped.
  */
 export function membersFrom(
   slices: Iterable<EndpointSliceShape>,
@@ -70,7 +70,9 @@ export function membersFrom(
         address;
       if (endpoint.conditions?.terminating === true) terminating.add(pod);
       else if (endpoint.conditions?.ready === false) notReady.add(pod);
-      else ready.set(pod, { pod, address });
+      // A dual-stack Service lists each pod in an IPv4 and an IPv6 slice: IPv4 is taken, whatever
+      // order the slices come in, so a member's address does not change with the order.
+      else if (slice.addressType === 'IPv4' || !ready.has(pod)) ready.set(pod, { pod, address });
     }
   }
   for (const pod of ready.keys()) {

@@ -33,7 +33,8 @@ export function parseEndpoint(url: string, servername?: string): UpstreamEndpoin
     origin: parsed.origin,
     basePath,
     absorbsV1: basePath.endsWith('/v1'),
-    server: { serverAddress: parsed.hostname, serverPort: port },
+    // An IPv6 host without the brackets a URL wraps it in.
+    server: { serverAddress: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), serverPort: port },
     servername,
   };
 }

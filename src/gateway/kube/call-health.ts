@@ -70,6 +70,12 @@ export class CallHealth {
     }
   }
 
+  /** The resource is not called any more (a Service no longer named): its states are dropped. */
+  forget(resource: string): void {
+    for (const key of this.unreachable) if (key.endsWith(` ${resource}`)) this.unreachable.delete(key);
+    for (const key of this.failing.keys()) if (key.endsWith(` ${resource}`)) this.failing.delete(key);
+  }
+
   succeeded(verb: string, resource: string): void {
     const key = `${verb} ${resource}`;
     if (this.unreachable.delete(key) && this.unreachable.size === 0)

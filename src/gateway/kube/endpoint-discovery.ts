@@ -19,6 +19,8 @@ import { ListWatch } from './list-watch.js';
 const RESOURCE = 'endpointslices.discovery.k8s.io';
 /** The label EndpointSlices carry with their Service's name. */
 const SERVICE_LABEL = 'kubernetes.io/service-name';
+/** What the log lines about one Service's calls name. */
+const resourceOf = (namespace: string, name: string): string => `${RESOURCE} of service ${namespace}/${name}`;
 
 export interface EndpointDiscoveryDeps {
   logger: Logger;
@@ -56,6 +58,7 @@ export class EndpointDiscovery implements Discovery {
   readonly #deps: EndpointDiscoveryDeps;
   readonly #health: CallHealth;
   readonly #services = new Map<string, WatchedService>();
+  #stopped = false;
 
   constructor(kubeConfig: KubeConfig, namespace: string, deps: EndpointDiscoveryDeps) {
     this.#kubeConfig = kubeConfig;
@@ -79,6 +82,7 @@ export class EndpointDiscovery implements Discovery {
   };
 
   watch(services: readonly ServiceReference[]): void {
+    if (this.#stopped) return;
     for (const service of services) {
       const { key, namespace } = this.#key(service);
       if (this.#services.has(key)) continue;
@@ -91,7 +95,7 @@ export class EndpointDiscovery implements Discovery {
 
   #listWatch(watched: WatchedService, namespace: string, name: string): ListWatch<V1EndpointSlice> {
     const labelSelector = `${SERVICE_LABEL}=${name}`;
-    const resource = `${RESOURCE} of service ${namespace}/${name}`;
+    const resource = resourceOf(namespace, name);
     const labels = { namespace, service: name };
     let failing: 'list' | 'watch' | undefined;
     return new ListWatch<V1EndpointSlice>(
@@ -158,10 +162,12 @@ export class EndpointDiscovery implements Discovery {
       this.#services.delete(key);
       const [namespace, service] = key.split('/') as [string, string];
       this.#deps.metrics.up.remove({ namespace, service });
+      this.#health.forget(resourceOf(namespace, service));
     }
   }
 
   stop(): void {
+    this.#stopped = true;
     for (const watched of this.#services.values()) watched.watch.stop();
   }
 }

@@ -76,6 +76,8 @@ export class ListWatch<T extends Watched> {
   private readonly watcher: Watch;
   private resourceVersion: string | undefined;
   private needsList = true;
+  /** 410 Gone answers since a watch last lasted or brought news. */
+  private goneInARow = 0;
   private stopped = false;
   private backoffMs: number;
   private current: AbortController | undefined;
@@ -111,15 +113,19 @@ export class ListWatch<T extends Watched> {
         const heard = await this.watchOnce();
         // Only a watch that lasted, or brought news, proves the server well: one that the server
         // (or a proxy) ends at once keeps the backoff growing.
-        if (heard.events || heard.ms >= MIN_WATCH_MS) this.backoffMs = this.timing.backoffInitialMs;
-        else await this.pause();
+        if (heard.events || heard.ms >= MIN_WATCH_MS) {
+          this.backoffMs = this.timing.backoffInitialMs;
+          this.goneInARow = 0;
+        } else await this.pause();
       } catch (error) {
         if (this.stopped) return;
         const verb = error instanceof FailedCall ? error.verb : 'watch';
         const failure = describeFailure(error instanceof FailedCall ? error.cause : error);
         if (failure.kind === 'gone') {
-          // The resourceVersion is too old to resume from: list again, at once.
+          // The resourceVersion is too old to resume from: list again, at once the first time; a
+          // server that answers 410 to the version of a fresh list is waited out like an error.
           this.needsList = true;
+          if (this.goneInARow++ > 0) await this.pause();
           continue;
         }
         this.handlers.failing(verb, failure);

@@ -182,7 +182,11 @@ export function compileRuntime(
           : options.outliers?.pool(
               model,
               key,
-              providers.map((p) => ({ name: p.name, url: p.endpoint.origin + p.endpoint.basePath })),
+              providers.map((p) => ({
+                name: p.name,
+                url: p.endpoint.origin + p.endpoint.basePath,
+                label: p.label,
+              })),
               outlierSettings(target.outlier_detection),
             ),
       requestUsageInStreams: target.usage?.request_in_streams ?? config.usage?.request_in_streams ?? false,

@@ -463,6 +463,21 @@ function checkTarget(target: TargetConfig, ctx: z.RefinementCtx): void {
       });
   });
 
+  // A Service's members are named `<entry>/<pod>`: another entry named so would share their state.
+  providers.forEach((provider, index) => {
+    if (provider.service === undefined) return;
+    const prefix = `${providerIdentity(provider)}/`;
+    providers.forEach((other, at) => {
+      if (other.url === undefined && other.service === undefined) return;
+      if (providerIdentity(other).startsWith(prefix))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['providers', at, other.name !== undefined ? 'name' : 'url'],
+          message: `\`${providerIdentity(other)}\` could be the name of a pod of providers[${index}] (its members are named \`${prefix}<pod>\`): choose a name that does not start with \`${prefix}\``,
+        });
+    });
+  });
+
   const fallback = target.fallback;
   if (fallback === undefined) return;
   // A Service's entry has as many members as it has ready pods: the attempts are bounded when picked.
