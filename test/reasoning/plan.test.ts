@@ -5,7 +5,6 @@ import {
   applyReasoning,
   planReasoning,
   reasoningErrorBody,
-  reasoningSurfaceForPath,
   type CompiledReasoning,
   type ReasoningMode,
   type ReasoningPlan,
@@ -45,16 +44,6 @@ function expectRefusal(result: ReasoningPlanResult) {
 function expectUnchangedForAll(plan: ReasoningPlan, body: Record<string, unknown>): void {
   plan.rewrites.forEach((_, index) => expect(applyReasoning(plan, index, body)).toBe(body));
 }
-
-describe('reasoningSurfaceForPath', () => {
-  it('chat completions and Responses are surfaces; legacy completions and the rest are not', () => {
-    expect(reasoningSurfaceForPath('/v1/chat/completions')).toBe('chat_completions');
-    expect(reasoningSurfaceForPath('/v1/responses')).toBe('responses');
-    expect(reasoningSurfaceForPath('/v1/completions')).toBeUndefined();
-    expect(reasoningSurfaceForPath('/v1/embeddings')).toBeUndefined();
-    expect(reasoningSurfaceForPath('/v1/chat/completions/')).toBeUndefined();
-  });
-});
 
 describe('rule 3: an omitted effort injects nothing', () => {
   const pools: readonly (readonly (CompiledReasoning | undefined)[])[] = [

@@ -6,10 +6,10 @@ import { SseParser, type SseEvent } from '../../src/lib/sse.js';
 import { compileRuntime } from '../../src/gateway/runtime/compile.js';
 import { parseConfigText } from '../../src/gateway/config/load.js';
 import { resolveSecrets } from '../../src/gateway/config/secrets.js';
+import { surfaceOf } from '../../src/gateway/api/surfaces.js';
 import { SseSanitizeTransform } from '../../src/gateway/strict/sse-transform.js';
 import {
   parseRequestBody,
-  strictEndpointForPath,
   validateRequest,
   type StrictEndpoint,
 } from '../../src/gateway/strict/validate-request.js';
@@ -270,9 +270,9 @@ describe('requests over HTTP (both gateways)', () => {
               const sent = upstream.requests.at(-1)!;
               if (r.method !== 'GET') expect(sent.bytes.equals(r.body), where).toBe(true);
               if (isStrict) {
-                const endpoint = strictEndpointForPath(r.path.split('?')[0]!);
+                const endpoint = surfaceOf(r.path.split('?')[0]!)?.strict;
                 expect(r.method, where).toBe('POST');
-                expect(endpoint, where).not.toBeNull();
+                expect(endpoint, where).toBeDefined();
                 expect(validateRequest(endpoint!, r.type, r.body).ok, where).toBe(true);
               } else {
                 // Routed to the one open alias: by the header, or by the JSON body when there is none.

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import {
   formatPath,
   isJsonContentType,
-  strictEndpointForPath,
   validateRequest,
   type StrictEndpoint,
 } from '../../src/gateway/strict/validate-request.js';
@@ -371,13 +370,5 @@ describe('helpers', () => {
   it('formatPath', () => {
     expect(formatPath(['messages', 0, 'content', 2, 'image_url'])).toBe('messages[0].content[2].image_url');
     expect(formatPath([])).toBe('(body)');
-  });
-
-  it('strictEndpointForPath', () => {
-    expect(strictEndpointForPath('/v1/chat/completions')).toBe('chat_completions');
-    expect(strictEndpointForPath('/v1/embeddings')).toBe('embeddings');
-    expect(strictEndpointForPath('/v1/responses')).toBe('responses');
-    expect(strictEndpointForPath('/v1/completions')).toBeNull();
-    expect(strictEndpointForPath('/v1/models')).toBeNull();
   });
 });

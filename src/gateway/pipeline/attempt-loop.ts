@@ -7,7 +7,6 @@ import { isEventStream } from '../http/headers.js';
 import { GrantSet } from '../limits/grant-set.js';
 import { isPromise, type MaybePromise, type Refusal } from '../limits/types.js';
 import { Attempt, bodyFor, injectsUsage, send, type AbandonReason, type AttemptListener } from './attempt.js';
-import { streamEndsWithDone } from './outcome.js';
 import type { RequestContext } from './context.js';
 import { gatewayErrors, refusalError, type GatewayError } from './errors.js';
 import { parseJsonBody } from './resolve.js';
@@ -102,7 +101,7 @@ class AttemptLoop implements HeadListener, AttemptListener {
     this.#attempts = Math.min(this.#configuredAttempts, this.#order.length);
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
-    if (route.requestUsageInStreams && streamEndsWithDone(ctx.path)) {
+    if (route.requestUsageInStreams && ctx.surface?.streamEndsWithDone === true) {
       parseJsonBody(ctx);
       ctx.usageInjected = injectsUsage(ctx.json);
     }

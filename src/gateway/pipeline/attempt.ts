@@ -18,7 +18,6 @@ import {
   NOOP_SPAN,
   TRACE_CONTEXT_HEADERS,
   endSpan,
-  genAiOperationForPath,
   injectTraceHeaders,
   setAttemptError,
   startAttemptSpan,
@@ -422,7 +421,7 @@ function attemptSpan(ctx: RequestContext, provider: ProviderRoute, number: numbe
     provider.name,
     number,
     provider.gatewayModel ?? (typeof requested === 'string' ? requested : undefined),
-    { operation: genAiOperationForPath(ctx.path), ...provider.endpoint.server },
+    { operation: ctx.surface?.operation, ...provider.endpoint.server },
   );
 }
 

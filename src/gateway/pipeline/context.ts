@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { AliasRoute, RuntimeTable } from '../runtime/table.js';
 import type { KeyIdentity } from '../auth/keys.js';
 import type { Grant } from '../limits/types.js';
-import type { StrictEndpoint } from '../strict/index.js';
+import { surfaceOf, type ApiSurface, type StrictEndpoint } from '../api/surfaces.js';
 import type { ReasoningPlan } from '../reasoning/index.js';
 import type { Span } from '@opentelemetry/api';
 import { NOOP_SPAN } from '../telemetry/tracing.js';
@@ -89,6 +89,8 @@ export class RequestContext {
   readonly traffic: Traffic;
   /** Path without the query string. */
   readonly path: string;
+  /** The API surface the path names; undefined for any other path (proxied as it is). */
+  readonly surface: ApiSurface | undefined;
 
   constructor(
     req: IncomingMessage,
@@ -102,6 +104,7 @@ export class RequestContext {
     this.table = table;
     this.traffic = traffic;
     this.path = path;
+    this.surface = surfaceOf(path);
   }
 
   hold(grant: Grant): void {

@@ -5,14 +5,6 @@ import type { RequestContext } from './context.js';
 import type { RequestOutcome } from './outcome.js';
 import { chargeTokens } from './admit.js';
 
-/** The endpoints whose successful responses report token usage. */
-const USAGE_PATHS: ReadonlySet<string> = new Set([
-  '/v1/chat/completions',
-  '/v1/completions',
-  '/v1/responses',
-  '/v1/embeddings',
-]);
-
 export interface FinishedDeps {
   metrics: GatewayMetrics;
   accessLog: AccessLog | undefined;
@@ -59,7 +51,7 @@ export function recordFinished(
             usage.completion * price.completion) /
           1_000_000;
       }
-    } else if (outcome === 'completed' && USAGE_PATHS.has(ctx.path)) {
+    } else if (outcome === 'completed' && ctx.surface?.reportsUsage === true) {
       metrics.usageMissingOf.get(model, provider).inc();
     }
     if (firstTokenAt !== undefined)

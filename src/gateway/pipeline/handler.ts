@@ -29,7 +29,8 @@ import { resolveAlias } from './resolve.js';
 import { runStrictChecks } from './strict-checks.js';
 import { planRequestReasoning } from './reasoning.js';
 import { endServerSpan, setRequestInfo, startServerSpan } from '../telemetry/tracing.js';
-import { standardErrorBody, strictEndpointForPath } from '../strict/index.js';
+import { MODELS_PATH } from '../api/surfaces.js';
+import { standardErrorBody } from '../strict/index.js';
 
 /** Strict mode's 404 for a path it does not serve, in the standard error shape (spec 4.5, 7.2). */
 function strictNotFound(path: string, adminPort: number): GatewayError {
@@ -63,14 +64,7 @@ export interface HandlerDeps {
   accessLog: AccessLog | undefined;
 }
 
-/** Span names use the route, never the raw URL (bounded cardinality). */
-const KNOWN_ROUTES: ReadonlySet<string> = new Set([
-  '/v1/chat/completions',
-  '/v1/completions',
-  '/v1/embeddings',
-  '/v1/responses',
-  '/v1/models',
-]);
+/** Span names use the route, never the raw URL (bounded cardinality): a surface's path, or this. */
 const OTHER_ROUTE = '/*';
 
 /** Status recorded for a request whose client went away before any response started. */
@@ -157,16 +151,20 @@ function handle(req: IncomingMessage, res: ServerResponse, deps: StageDeps): voi
   // The response's only 'close' listener (the connection tracker hears of it from `finish`).
   // 'close' is emitted once per response: `on` spares the wrapper `once` builds.
   res.on('close', () => finish(ctx, deps));
-  ctx.span = startServerSpan(req.headers, req.method ?? 'GET', KNOWN_ROUTES.has(path) ? path : OTHER_ROUTE);
+  ctx.span = startServerSpan(
+    req.headers,
+    req.method ?? 'GET',
+    ctx.surface !== undefined || path === MODELS_PATH ? path : OTHER_ROUTE,
+  );
 
-  if (path === '/v1/models' && (req.method === 'GET' || req.method === 'HEAD')) {
+  if (path === MODELS_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
     listModels(ctx);
     return;
   }
   if (table.strictMode) {
     // Strict mode serves only the endpoints it can validate (spec 4.5).
-    const endpoint = strictEndpointForPath(path);
-    if (endpoint === null || req.method !== 'POST')
+    const endpoint = ctx.surface?.strict;
+    if (endpoint === undefined || req.method !== 'POST')
       return reject(ctx, strictNotFound(path, deps.adminPort()), deps);
     ctx.strictEndpoint = endpoint;
   }

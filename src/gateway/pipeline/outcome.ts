@@ -34,13 +34,6 @@ export const REQUEST_OUTCOMES: readonly RequestOutcome[] = [
   'internal_error',
 ];
 
-/** Paths whose event streams end with `data: [DONE]`: one that ends without it was cut. */
-const DONE_TERMINATED_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions']);
-
-export function streamEndsWithDone(path: string): boolean {
-  return DONE_TERMINATED_PATHS.has(path);
-}
-
 /**
  * The request's outcome once its response closed. An ending the gateway recorded while answering
  * (`recorded`: a refusal, a timeout, a cut, an error served) stands; otherwise a response that

@@ -1,4 +1,4 @@
-import { planReasoning, reasoningSurfaceForPath } from '../reasoning/index.js';
+import { planReasoning } from '../reasoning/index.js';
 import type { RequestContext } from './context.js';
 import type { GatewayError } from './errors.js';
 import { parseJsonBody } from './resolve.js';
@@ -9,7 +9,7 @@ import { parseJsonBody } from './resolve.js';
  * limit, native reasoning controls are refused. The plan is applied per attempt (provider-scoped).
  */
 export function planRequestReasoning(ctx: RequestContext): GatewayError | undefined {
-  const surface = reasoningSurfaceForPath(ctx.path);
+  const surface = ctx.surface?.reasoning;
   if (surface === undefined) return undefined;
   const unparsable = parseJsonBody(ctx);
   if (unparsable) return unparsable;

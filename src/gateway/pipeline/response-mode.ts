@@ -21,6 +21,6 @@ export function responseModeFor(ctx: RequestContext, provider: ProviderRoute): R
   if (ctx.strictEndpoint !== undefined) {
     return { kind: 'strict', endpoint: ctx.strictEndpoint, trusted: provider.trusted };
   }
-  if (provider.sanitizeResponse && ctx.path === '/v1/chat/completions') return STANDALONE;
+  if (provider.sanitizeResponse && ctx.surface?.sanitizable === true) return STANDALONE;
   return RAW;
 }

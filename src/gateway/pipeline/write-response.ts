@@ -6,7 +6,6 @@ import { LIMIT_HEADER_NAMES } from '../limits/limit-headers.js';
 import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
 import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
-import { streamEndsWithDone } from './outcome.js';
 import { ServedJson, ServedStream } from './served-body.js';
 import { UsageChunkFilter } from './usage-chunk-filter.js';
 
@@ -193,7 +192,7 @@ class ForwardToClient extends ClientBodyWriter {
   }
 
   #endsAtError(served: ServedStream): boolean {
-    return served.errorSeen() && streamEndsWithDone(this.ctx.path);
+    return served.errorSeen() && this.ctx.surface?.streamEndsWithDone === true;
   }
 
   bodyData(chunk: Buffer): void {
@@ -267,7 +266,7 @@ class ForwardToClient extends ClientBodyWriter {
  */
 function streamServed(ctx: RequestContext, attempt: Attempt, served: ServedStream): boolean {
   const end = served.streamEnd();
-  const withDone = streamEndsWithDone(ctx.path);
+  const withDone = ctx.surface?.streamEndsWithDone === true;
   if (end === 'error') ctx.endedAs('upstream_error');
   else if (end === 'other' && withDone) {
     ctx.endedAs('upstream_cut');
@@ -511,7 +510,7 @@ class TransformPump extends ClientBodyWriter {
       case 'clean':
         // Ended at an event boundary: complete, unless the endpoint's streams end with `[DONE]`;
         // then the answer was cut short, whatever its last frame said.
-        if (!streamEndsWithDone(this.ctx.path)) {
+        if (this.ctx.surface?.streamEndsWithDone !== true) {
           this.#finish('end');
           return;
         }

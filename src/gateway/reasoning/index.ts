@@ -26,7 +26,6 @@ export {
   OUTPUT_LIMIT_FIELDS,
   applyReasoning,
   planReasoning,
-  reasoningSurfaceForPath,
   type CanonicalEffortField,
   type ProviderRewrite,
   type ReasoningPlan,

@@ -62,20 +62,6 @@ const LIMIT_PHRASE: Readonly<Record<ReasoningSurfaceName, string>> = {
   responses: '`max_output_tokens`',
 };
 
-const SURFACE_PATHS: ReadonlyMap<string, ReasoningSurfaceName> = new Map([
-  ['/v1/chat/completions', 'chat_completions'],
-  ['/v1/responses', 'responses'],
-]);
-
-/**
- * The reasoning surface a request path (without query string) names, or undefined: legacy
- * `/v1/completions`, embeddings and everything else carry no reasoning controls, so the reasoning
- * stage does not run for them.
- */
-export function reasoningSurfaceForPath(pathname: string): ReasoningSurfaceName | undefined {
-  return SURFACE_PATHS.get(pathname);
-}
-
 /** What one provider's attempt does to the body; undefined means "send it unchanged". */
 export interface ProviderRewrite {
   /** Removed before the writes: the canonical effort field. */

@@ -14,7 +14,6 @@ export {
   formatPath,
   isJsonContentType,
   parseRequestBody,
-  strictEndpointForPath,
   validateParsedRequest,
   validateRequest,
   type BodyRejection,

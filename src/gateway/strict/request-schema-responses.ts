@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RESPONSES } from '../api/surfaces.js';
 import { ModerationParam, ReasoningEffort } from './request-schema-chat.js';
 import { JsonObject, Metadata, PromptCacheBreakpoint, opt } from './schema-helpers.js';
 
@@ -242,7 +243,7 @@ export const ResponsesRequestSchema = z.strictObject({
   store: opt(z.boolean()),
   // Strict mode serves `/v1/responses` without streaming (spec 4.5): there is no strict sanitizer
   // for Responses event streams, so a streaming request is refused rather than passed through raw.
-  stream: opt(z.literal(false, { error: 'Streaming is not supported on /v1/responses in strict mode' })),
+  stream: opt(z.literal(false, { error: `Streaming is not supported on ${RESPONSES.path} in strict mode` })),
   stream_options: opt(z.strictObject({ include_obfuscation: opt(z.boolean()) })),
   temperature: opt(z.number()),
   text: opt(ResponsesTextConfig),

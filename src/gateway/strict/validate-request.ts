@@ -11,7 +11,9 @@ import { ResponsesRequestSchema, type ResponsesRequest } from './request-schema-
  * the `gateway_rejections_total` label of spec 6; the body's own `code` is null, as 7.1 says.
  */
 
-export type StrictEndpoint = 'chat_completions' | 'embeddings' | 'responses';
+import type { StrictEndpoint } from '../api/surfaces.js';
+
+export type { StrictEndpoint };
 
 export interface StrictRequestBodies {
   chat_completions: ChatCompletionRequest;
@@ -37,17 +39,6 @@ const SCHEMAS: { readonly [E in StrictEndpoint]: z.ZodType } = {
   embeddings: EmbeddingsRequestSchema,
   responses: ResponsesRequestSchema,
 };
-
-const PATHS: ReadonlyMap<string, StrictEndpoint> = new Map([
-  ['/v1/chat/completions', 'chat_completions'],
-  ['/v1/embeddings', 'embeddings'],
-  ['/v1/responses', 'responses'],
-]);
-
-/** The strict endpoint a request path names (query string excluded), or null (strict: 404). */
-export function strictEndpointForPath(pathname: string): StrictEndpoint | null {
-  return PATHS.get(pathname) ?? null;
-}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

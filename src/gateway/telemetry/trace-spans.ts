@@ -16,6 +16,7 @@ import {
 } from './trace-attributes.js';
 import { extractTraceContext, type InboundHeaders } from './trace-headers.js';
 import { NOOP_SPAN, activeTracing } from './trace-state.js';
+import type { GenAiOperation } from '../api/surfaces.js';
 
 /**
  * The spans of one request: a SERVER span for the client's request (child of the client's
@@ -34,21 +35,6 @@ export { NOOP_SPAN };
 
 /** The API's `SpanStatusCode.ERROR`, as its number: the enum would load the API while tracing is off. */
 const SPAN_STATUS_ERROR = 2 satisfies SpanStatusCode.ERROR;
-
-/** `gen_ai.operation.name` values for the gateway's surfaces. */
-export type GenAiOperation = 'chat' | 'text_completion' | 'embeddings';
-
-const OPERATIONS: ReadonlyMap<string, GenAiOperation> = new Map([
-  ['/v1/chat/completions', 'chat'],
-  ['/v1/responses', 'chat'],
-  ['/v1/completions', 'text_completion'],
-  ['/v1/embeddings', 'embeddings'],
-]);
-
-/** The GenAI operation of a request path; undefined for paths that are not inference calls. */
-export function genAiOperationForPath(pathname: string): GenAiOperation | undefined {
-  return OPERATIONS.get(pathname);
-}
 
 /**
  * `gen_ai.provider.name` is the telemetry flavour of the wire protocol (the conventions' note: it

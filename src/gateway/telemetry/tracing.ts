@@ -37,7 +37,6 @@ export {
   endServerSpan,
   traceIdOf,
   endSpan,
-  genAiOperationForPath,
   recordResponseSummary,
   setAttemptError,
   setAttemptStatus,
@@ -48,7 +47,6 @@ export {
   startServerSpan,
   traceLogFields,
   type AttemptSpanOptions,
-  type GenAiOperation,
   type TokenUsage,
 } from './trace-spans.js';
 export {

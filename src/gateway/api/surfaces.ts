@@ -1,0 +1,88 @@
+/**
+ * The API surfaces the gateway proxies, each one described thing: its path and what every stage of
+ * the request path needs to know of it (how its streams end, whether it reports usage, its strict
+ * schema, its reasoning controls, its telemetry operation). Stages read the request's surface
+ * (`RequestContext.surface`) instead of naming paths; a path is spelled here and nowhere else.
+ */
+/** The endpoints strict mode validates and serves (spec 4.5); others are 404 there. */
+export type StrictEndpoint = 'chat_completions' | 'embeddings' | 'responses';
+
+/** The surfaces whose reasoning controls a configuration can translate (spec 2.6). */
+export type ReasoningSurfaceName = 'chat_completions' | 'responses';
+
+/** `gen_ai.operation.name` of an inference call on the surface (OpenTelemetry GenAI conventions). */
+export type GenAiOperation = 'chat' | 'text_completion' | 'embeddings';
+
+export interface ApiSurface {
+  /** The request path (without query string) that names the surface. */
+  readonly path: string;
+  readonly operation: GenAiOperation;
+  /** Its event streams end with `data: [DONE]`: one that ends without it was cut. */
+  readonly streamEndsWithDone: boolean;
+  /** A successful response reports token usage (`usage`). */
+  readonly reportsUsage: boolean;
+  /** The schema strict mode validates it against; undefined: strict mode does not serve it. */
+  readonly strict: StrictEndpoint | undefined;
+  /** Its reasoning controls (spec 2.6); undefined: it has none, the reasoning stage skips it. */
+  readonly reasoning: ReasoningSurfaceName | undefined;
+  /** `sanitize_response` (standalone sanitization, spec 4.6) applies to its responses. */
+  readonly sanitizable: boolean;
+}
+
+export const CHAT_COMPLETIONS: ApiSurface = Object.freeze({
+  path: '/v1/chat/completions',
+  operation: 'chat',
+  streamEndsWithDone: true,
+  reportsUsage: true,
+  strict: 'chat_completions',
+  reasoning: 'chat_completions',
+  sanitizable: true,
+});
+
+export const COMPLETIONS: ApiSurface = Object.freeze({
+  path: '/v1/completions',
+  operation: 'text_completion',
+  streamEndsWithDone: true,
+  reportsUsage: true,
+  strict: undefined,
+  reasoning: undefined,
+  sanitizable: false,
+});
+
+export const RESPONSES: ApiSurface = Object.freeze({
+  path: '/v1/responses',
+  operation: 'chat',
+  // Responses streams end with a `response.completed` event, not `[DONE]`.
+  streamEndsWithDone: false,
+  reportsUsage: true,
+  strict: 'responses',
+  reasoning: 'responses',
+  sanitizable: false,
+});
+
+export const EMBEDDINGS: ApiSurface = Object.freeze({
+  path: '/v1/embeddings',
+  operation: 'embeddings',
+  streamEndsWithDone: false,
+  reportsUsage: true,
+  strict: 'embeddings',
+  reasoning: undefined,
+  sanitizable: false,
+});
+
+export const SURFACES: readonly ApiSurface[] = Object.freeze([
+  CHAT_COMPLETIONS,
+  COMPLETIONS,
+  RESPONSES,
+  EMBEDDINGS,
+]);
+
+/** The model list, answered by the gateway itself (spec 4.1), not proxied. */
+export const MODELS_PATH = '/v1/models';
+
+const BY_PATH: ReadonlyMap<string, ApiSurface> = new Map(SURFACES.map((surface) => [surface.path, surface]));
+
+/** The surface a request path (without query string) names; undefined for any other path. */
+export function surfaceOf(path: string): ApiSurface | undefined {
+  return BY_PATH.get(path);
+}

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { MODELS_PATH, SURFACES, surfaceOf } from '../../src/gateway/api/surfaces.js';
+
+/** The table of API surfaces: what each stage of the request path reads of a request's path. */
+describe('API surfaces', () => {
+  it('describes each proxied path once', () => {
+    const table = Object.fromEntries(
+      SURFACES.map((s) => [
+        s.path,
+        [s.operation, s.streamEndsWithDone, s.reportsUsage, s.strict, s.reasoning, s.sanitizable],
+      ]),
+    );
+    expect(table).toEqual({
+      '/v1/chat/completions': ['chat', true, true, 'chat_completions', 'chat_completions', true],
+      '/v1/completions': ['text_completion', true, true, undefined, undefined, false],
+      '/v1/responses': ['chat', false, true, 'responses', 'responses', false],
+      '/v1/embeddings': ['embeddings', false, true, 'embeddings', undefined, false],
+    });
+  });
+
+  it('names a surface by the exact path only', () => {
+    expect(surfaceOf('/v1/chat/completions')?.strict).toBe('chat_completions');
+    expect(surfaceOf('/v1/chat/completions/')).toBeUndefined();
+    expect(surfaceOf('/v1/chat/completions?x=1')).toBeUndefined();
+    expect(surfaceOf(MODELS_PATH)).toBeUndefined();
+    expect(surfaceOf('/v2/other')).toBeUndefined();
+  });
+});
