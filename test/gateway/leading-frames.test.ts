@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { classifyData } from '../../src/lib/sse.js';
+import { CHAT_COMPLETIONS, RESPONSES } from '../../src/gateway/api/surfaces.js';
 import { RawLeadingFrames } from '../../src/gateway/pipeline/leading-frames.js';
 
 describe('classifyData: the one test of a data frame', () => {
@@ -20,12 +21,13 @@ describe('classifyData: the one test of a data frame', () => {
 });
 
 describe('RawLeadingFrames: a raw stream read to its first data frame', () => {
-  const frames = (
-    ...texts: string[]
-  ): { frames: RawLeadingFrames; steps: ReturnType<RawLeadingFrames['push']>[] } => {
-    const reader = new RawLeadingFrames(65_536);
-    return { frames: reader, steps: texts.map((text) => reader.push(Buffer.from(text))) };
-  };
+  const framesOn =
+    (surface = CHAT_COMPLETIONS) =>
+    (...texts: string[]): { frames: RawLeadingFrames; steps: ReturnType<RawLeadingFrames['push']>[] } => {
+      const reader = new RawLeadingFrames(65_536, surface);
+      return { frames: reader, steps: texts.map((text) => reader.push(Buffer.from(text))) };
+    };
+  const frames = framesOn(CHAT_COMPLETIONS);
 
   it('passes the bytes unchanged and marks the chunk that completes the first data frame', () => {
     const { frames: reader, steps } = frames(': ping\n\n', 'data: {"choices"', ':[]}\n\ndata: {"x":1}\n\n');
@@ -56,9 +58,21 @@ describe('RawLeadingFrames: a raw stream read to its first data frame', () => {
     expect(later.frames.leadingError).toBeUndefined();
   });
 
+  it("a Responses stream's own failure event leads as its error; on chat it is an ordinary frame", () => {
+    const event = 'data: {"type":"error","code":"rate_limit_exceeded","message":"slow down"}\n\n';
+    expect(framesOn(RESPONSES)(event).frames.leadingError).toEqual({ upstreamStatus: 429 });
+    const failed = framesOn(RESPONSES)(
+      'data: {"type":"response.failed","response":{"status":"failed","error":{"code":"503"}}}\n\n',
+    );
+    expect(failed.frames.leadingError).toEqual({ upstreamStatus: 503 });
+    const chat = framesOn(CHAT_COMPLETIONS)(event);
+    expect(chat.frames.leadingError).toBeUndefined();
+    expect(chat.steps[0]!.firstDataFrame).toBe(true);
+  });
+
   it('[DONE] before any data ends the leading part; an event past the size cap overflows', () => {
     expect(frames('data: [DONE]\n\n').frames.state).toBe('done');
-    const big = new RawLeadingFrames(16);
+    const big = new RawLeadingFrames(16, CHAT_COMPLETIONS);
     expect(big.push(Buffer.from(`data: ${'x'.repeat(64)}`)).state).toBe('overflow');
   });
 });

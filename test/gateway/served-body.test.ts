@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CHAT_COMPLETIONS, RESPONSES, type ApiSurface } from '../../src/gateway/api/surfaces.js';
 import { ServedJson, ServedStream } from '../../src/gateway/pipeline/served-body.js';
 import { split } from '../helpers/chunks.js';
 
@@ -8,9 +9,14 @@ const content = (text: string) =>
 const DONE = 'data: [DONE]\n\n';
 
 /** Feeds `text` as the prefix (first `held` chunks) and then the body, cut at `cuts`. */
-function endOf(text: string, cuts: number[] = [], held = 0): ReturnType<ServedStream['streamEnd']> {
+function endOf(
+  text: string,
+  cuts: number[] = [],
+  held = 0,
+  surface: ApiSurface = CHAT_COMPLETIONS,
+): ReturnType<ServedStream['streamEnd']> {
   const chunks = split(Buffer.from(text), cuts);
-  const tail = new ServedStream(chunks.slice(0, held));
+  const tail = new ServedStream(surface, chunks.slice(0, held));
   for (const chunk of chunks.slice(held)) tail.push(chunk);
   return tail.streamEnd();
 }
@@ -48,10 +54,11 @@ describe('ServedStream: how a passed-through stream ended', () => {
     expect(
       endOf(content('a') + frame({ object: 'error', message: 'x', type: 'BadRequestError', code: 400 })),
     ).toBe('error');
-    expect(
-      endOf(frame({ type: 'response.failed', response: { status: 'failed', error: { code: 'x' } } })),
-    ).toBe('error');
-    expect(endOf(frame({ type: 'error', code: 'x', message: 'y' }))).toBe('error');
+    // The Responses API's failure events are its own: an error there, an ordinary event elsewhere.
+    const failed = frame({ type: 'response.failed', response: { status: 'failed', error: { code: 'x' } } });
+    expect(endOf(failed, [], 0, RESPONSES)).toBe('error');
+    expect(endOf(frame({ type: 'error', code: 'x', message: 'y' }), [], 0, RESPONSES)).toBe('error');
+    expect(endOf(frame({ type: 'error', code: 'x', message: 'y' }) + DONE)).toBe('done');
   });
 
   it('the word "error" in content, a null error or a non-error type is not an error', () => {

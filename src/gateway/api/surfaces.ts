@@ -27,6 +27,11 @@ export interface ApiSurface {
   readonly reasoning: ReasoningSurfaceName | undefined;
   /** `sanitize_response` (standalone sanitization, spec 4.6) applies to its responses. */
   readonly sanitizable: boolean;
+  /**
+   * Event `type`s of its streams that report a failure (besides an error inside a 200, which every
+   * surface has: embedded-error.ts).
+   */
+  readonly failureEventTypes: readonly string[];
 }
 
 export const CHAT_COMPLETIONS: ApiSurface = Object.freeze({
@@ -37,6 +42,7 @@ export const CHAT_COMPLETIONS: ApiSurface = Object.freeze({
   strict: 'chat_completions',
   reasoning: 'chat_completions',
   sanitizable: true,
+  failureEventTypes: [],
 });
 
 export const COMPLETIONS: ApiSurface = Object.freeze({
@@ -47,6 +53,7 @@ export const COMPLETIONS: ApiSurface = Object.freeze({
   strict: undefined,
   reasoning: undefined,
   sanitizable: false,
+  failureEventTypes: [],
 });
 
 export const RESPONSES: ApiSurface = Object.freeze({
@@ -58,6 +65,7 @@ export const RESPONSES: ApiSurface = Object.freeze({
   strict: 'responses',
   reasoning: 'responses',
   sanitizable: false,
+  failureEventTypes: ['error', 'response.failed'],
 });
 
 export const EMBEDDINGS: ApiSurface = Object.freeze({
@@ -68,6 +76,7 @@ export const EMBEDDINGS: ApiSurface = Object.freeze({
   strict: 'embeddings',
   reasoning: undefined,
   sanitizable: false,
+  failureEventTypes: [],
 });
 
 export const SURFACES: readonly ApiSurface[] = Object.freeze([

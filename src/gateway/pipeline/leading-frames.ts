@@ -1,5 +1,7 @@
 import { SseParser, classifyData, type SseEvent } from '../../lib/sse.js';
-import { embeddedError, embeddedStatus } from '../strict/index.js';
+import { eventError } from '../api/embedded-error.js';
+import type { ApiSurface } from '../api/surfaces.js';
+import { embeddedStatus } from '../strict/index.js';
 
 /**
  * An event stream read up to its commit point: the first data frame, or a terminal state before it.
@@ -31,7 +33,10 @@ export class RawLeadingFrames implements LeadingFrames {
   leadingError: { readonly upstreamStatus: number } | undefined;
   #firstInPush = false;
 
-  constructor(maxPendingBytes: number) {
+  readonly #surface: ApiSurface | undefined;
+
+  constructor(maxPendingBytes: number, surface: ApiSurface | undefined) {
+    this.#surface = surface;
     this.#parser = new SseParser({ onEvent: (event) => this.#onEvent(event) }, { maxPendingBytes });
   }
 
@@ -49,7 +54,7 @@ export class RawLeadingFrames implements LeadingFrames {
       this.state = 'done';
       return;
     }
-    const error = embeddedError(parseJsonSafe(event.data));
+    const error = eventError(this.#surface, parseJsonSafe(event.data));
     if (error !== undefined) {
       this.leadingError = { upstreamStatus: embeddedStatus(error) };
       this.state = 'error_event';

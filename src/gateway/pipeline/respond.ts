@@ -215,7 +215,7 @@ async function respondStream(
   const mode = attempt.mode;
   const frames: LeadingFrames =
     mode.kind === 'raw'
-      ? new RawLeadingFrames(deps.sseBufferLimit)
+      ? new RawLeadingFrames(deps.sseBufferLimit, ctx.surface)
       : new SseSanitizeTransform({
           alias: ctx.route!.key,
           mode: mode.kind,
@@ -224,7 +224,7 @@ async function respondStream(
           dropUsageChunk: ctx.usageInjected,
         });
   const held: (string | Buffer)[] = [];
-  const served = new ServedStream();
+  const served = new ServedStream(ctx.surface);
   const stop = await readUntil(response, (chunk) => {
     served.push(chunk);
     const step = frames.push(chunk);

@@ -1,5 +1,6 @@
 import { dataLinesOf } from '../../lib/sse.js';
-import { embeddedError } from '../strict/index.js';
+import { embeddedError, eventError } from '../api/embedded-error.js';
+import type { ApiSurface } from '../api/surfaces.js';
 import { parseJsonSafe } from './leading-frames.js';
 import { usageFromBytes, usageFromText, type TokenUsage } from './usage.js';
 
@@ -27,8 +28,11 @@ export class ServedStream {
   /** When the first chunk with a data frame arrived (`performance.now()`): the first token. */
   firstDataAt: number | undefined;
 
+  readonly #surface: ApiSurface | undefined;
+
   /** Starts from the bytes already read before the body was handed over (the held prefix). */
-  constructor(prefix: readonly Buffer[] = []) {
+  constructor(surface: ApiSurface | undefined, prefix: readonly Buffer[] = []) {
+    this.#surface = surface;
     for (const chunk of prefix) this.push(chunk);
   }
 
@@ -37,7 +41,8 @@ export class ServedStream {
     this.#previous = this.#last;
     this.#last = chunk;
     if (this.firstDataAt === undefined && startsData(chunk)) this.firstDataAt = performance.now();
-    if (!this.#sawError && chunk.includes(ERROR_KEY)) this.#sawError = hasErrorEvent(chunk.toString('utf8'));
+    if (!this.#sawError && chunk.includes(ERROR_KEY))
+      this.#sawError = hasErrorEvent(this.#surface, chunk.toString('utf8'));
   }
 
   /**
@@ -81,7 +86,7 @@ export class ServedStream {
     if (this.endedWithDone()) return 'done';
     const text = this.#text();
     // A last event split across the two chunks was not whole in either.
-    return text.includes('"error"') && hasErrorEvent(text) ? 'error' : 'other';
+    return text.includes('"error"') && hasErrorEvent(this.#surface, text) ? 'error' : 'other';
   }
 }
 
@@ -101,19 +106,9 @@ const DONE_TAIL_BYTES = 256;
 /** The `data: [DONE]` line that ends a stream, then only line ends and comments (keep-alives). */
 const DONE_AT_END = /(?:^|\n)data: ?\[DONE\](?:\n(?::[^\r\n]*)?|[ \t\r])*$/;
 
-/** Whether any complete `data:` line in `text` is an error event. */
-function hasErrorEvent(text: string): boolean {
-  return dataLinesOf(text).some((data) => isErrorEvent(parseJsonSafe(data)));
-}
-
-/**
- * An error event: an error inside a 200 (the one rule, `embeddedError`), or the Responses API's own
- * failure events (`error`, `response.failed`).
- */
-function isErrorEvent(value: unknown): boolean {
-  if (embeddedError(value) !== undefined) return true;
-  const type = (value as { readonly type?: unknown } | undefined)?.type;
-  return type === 'error' || type === 'response.failed';
+/** Whether any complete `data:` line in `text` is an error event of the surface (embedded-error.ts). */
+function hasErrorEvent(surface: ApiSurface | undefined, text: string): boolean {
+  return dataLinesOf(text).some((data) => eventError(surface, parseJsonSafe(data)) !== undefined);
 }
 
 /** Largest non-streamed body kept (by reference) to be read at its end; beyond it, nothing is read. */

@@ -109,7 +109,7 @@ export function passThrough(
     forward.read(served);
   } else if (response.statusCode < 300) {
     const contentType = response.headers['content-type'];
-    if (isEventStream(contentType)) forward.read(new ServedStream(prefix));
+    if (isEventStream(contentType)) forward.read(new ServedStream(ctx.surface, prefix));
     else if (isJson(contentType)) forward.read(new ServedJson(prefix));
   }
   if (!forward.writeHeld(prefix)) return;

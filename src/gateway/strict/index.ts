@@ -53,7 +53,7 @@ export {
   type StatusDescription,
   type UpstreamErrorOutcome,
 } from './errors.js';
-export { embeddedError } from './embedded-error.js';
+export { embeddedError } from '../api/embedded-error.js';
 export { isUsageOnlyChunk } from './usage-chunk.js';
 export {
   sanitizeBody,

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { embeddedError } from './embedded-error.js';
+import { embeddedError } from '../api/embedded-error.js';
 import { sanitizePlainChat } from './plain-chat-response.js';
 import {
   ChatCompletionChunkSchema,

@@ -9,7 +9,7 @@ import {
   standaloneEmbeddedErrorEvent,
 } from './errors.js';
 import { isUsageOnlyChunk } from './usage-chunk.js';
-import { embeddedError } from './embedded-error.js';
+import { embeddedError } from '../api/embedded-error.js';
 import { sanitizeValue } from './sanitize.js';
 
 /**

@@ -1,4 +1,8 @@
+import type { ApiSurface } from './surfaces.js';
+
 /**
+ * What counts as an error in a 200 answer, defined here once for every stage and both modes.
+ *
  * "An error inside a 200": the one rule, for every endpoint and both modes. A provider that answers
  * 200 may still report a failure in the body (a JSON body, or one SSE data event): the pool fails
  * over on it like on the status it stands for, and strict mode answers it as that error.
@@ -17,4 +21,18 @@ export function embeddedError(value: unknown): unknown {
   const record = value as { readonly error?: unknown; readonly object?: unknown };
   if (record.error !== undefined && record.error !== null) return record.error;
   return record.object === 'error' ? value : undefined;
+}
+
+/**
+ * The error an event of a stream on `surface` carries, or undefined: an error inside a 200 (above),
+ * or one of the surface's own failure events (the Responses API's `error` and `response.failed`),
+ * whose error is the event itself or its response's `error`.
+ */
+export function eventError(surface: ApiSurface | undefined, value: unknown): unknown {
+  const embedded = embeddedError(value);
+  if (embedded !== undefined || surface === undefined || surface.failureEventTypes.length === 0)
+    return embedded;
+  const event = value as { readonly type?: unknown; readonly response?: { readonly error?: unknown } } | null;
+  if (typeof event?.type !== 'string' || !surface.failureEventTypes.includes(event.type)) return undefined;
+  return event.response?.error ?? event;
 }
