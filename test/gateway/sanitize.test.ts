@@ -27,6 +27,15 @@ beforeAll(async () => {
   const targets = {
     san: { url: up.url, sanitize_response: true },
     plain: { url: up.url },
+    // A pool that can fail over reads a raw stream ahead to its first data frame.
+    tagged: {
+      strategy: 'priority',
+      fallback: { on_status: [503], aimd: false },
+      providers: [
+        { url: up.url, response_headers: { 'x-served-by': 'edge-a' } },
+        { url: `${up.url}/second` },
+      ],
+    },
     // Sanitization, like trust, follows the provider that served: the first entry fails over.
     'pool-san-first': {
       sanitize_response: true,
@@ -302,6 +311,25 @@ describe('sanitize_response on chat completions (spec 4.6)', () => {
     const reply = await call(limited, '/v1/chat/completions', chat('san', { stream: true }));
     expect(reply.failed).toBe(true);
     expect(dataEvents(reply.text)).toEqual([{ ...chunkObject('a'), model: 'san' }]);
+  });
+});
+
+describe('--sse-buffer-limit on a raw stream', () => {
+  it('an oversized first event cuts the stream after the same head as any committed response', async () => {
+    up.respondWith((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': 'provider-req-7' });
+      res.write(`data: {"pad":"${'x'.repeat(200)}`);
+    });
+    const reply = await call(limited, '/v1/chat/completions', chat('tagged', { stream: true }), {
+      'x-request-id': 'client-req-1',
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.failed).toBe(true);
+    expect(reply.text).toBe('');
+    expect(reply.headers.get('x-request-id')).toBe('client-req-1');
+    expect(reply.headers.get('x-upstream-request-id')).toBe('provider-req-7');
+    expect(reply.headers.get('x-served-by')).toBe('edge-a');
+    expect(reply.headers.get('content-type')).toBe('text/event-stream');
   });
 });
 

@@ -28,6 +28,7 @@ import {
   passThrough,
   pumpTransformed,
   startTransformedStream,
+  writeCommittedHead,
 } from './write-response.js';
 
 export interface RespondDeps extends AttemptDeps {
@@ -258,11 +259,8 @@ async function respondStream(
     logOverflow(ctx, attempt, deps.logger, { limit: deps.sseBufferLimit });
     ctx.endedAs('upstream_cut');
     response.discard();
-    ctx.res.writeHead(response.statusCode, {
-      'content-type': 'text/event-stream',
-      'x-request-id': ctx.requestId,
-      ...ctx.limitHeaders,
-    });
+    // The head as any committed response's (nothing of the body follows it: the stream is cut).
+    writeCommittedHead(ctx, attempt, response.statusCode, response.headers, {});
     cutResponse(ctx.res);
     return;
   }

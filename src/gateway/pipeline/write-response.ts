@@ -28,29 +28,40 @@ const ERROR_LOG_BYTES = 2_048;
  * (provider values already merged over the pool's). A transformed body drops the framing and
  * encoding headers of the original.
  */
-function headersFor(
+/** What the gateway sends instead of the provider's body: its content type and length, when known. */
+export interface RewrittenBody {
+  readonly contentType?: string;
+  readonly length?: number;
+}
+
+/**
+ * The one writer of a committed response's head, whatever follows it (the provider's body passed
+ * through, re-emitted events, a body the gateway wrote, or nothing before a cut): the provider's
+ * headers that may be forwarded (none when the gateway answers alone), the gateway's request id
+ * (the provider's under another name), the entry's configured response headers and the rate-limit
+ * headers. A rewritten body drops the provider's framing and validators.
+ */
+export function writeCommittedHead(
   ctx: RequestContext,
   attempt: Attempt,
-  upstream: UpstreamHeaders,
-  transformed: boolean,
-): OutgoingHttpHeaders {
-  const headers: OutgoingHttpHeaders = forwardResponseHeaders(upstream);
+  status: number,
+  upstream: UpstreamHeaders | undefined,
+  rewritten: RewrittenBody | undefined,
+): void {
+  const headers: OutgoingHttpHeaders = upstream === undefined ? {} : forwardResponseHeaders(upstream);
   // The client gets the gateway's request id; the provider's own (which its support asks for) stays
   // readable under another name.
   const upstreamId = headers['x-request-id'];
   if (upstreamId !== undefined && upstreamId !== ctx.requestId) headers['x-upstream-request-id'] = upstreamId;
   headers['x-request-id'] = ctx.requestId;
-  if (transformed) {
+  if (rewritten !== undefined) {
     delete headers['content-length'];
     delete headers['content-encoding'];
     delete headers.etag;
+    if (rewritten.contentType !== undefined) headers['content-type'] = rewritten.contentType;
+    if (rewritten.length !== undefined) headers['content-length'] = rewritten.length;
   }
-  addGatewayHeaders(ctx, attempt, headers);
-  return headers;
-}
-
-/** The provider entry's configured response headers, then the gateway's rate-limit headers. */
-function addGatewayHeaders(ctx: RequestContext, attempt: Attempt, headers: OutgoingHttpHeaders): void {
+  // The provider entry's configured response headers, then the gateway's rate-limit headers.
   for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
   const limitHeaders = ctx.limitHeaders;
   if (limitHeaders !== undefined) {
@@ -58,6 +69,7 @@ function addGatewayHeaders(ctx: RequestContext, attempt: Attempt, headers: Outgo
     for (const name of LIMIT_HEADER_NAMES) delete headers[name];
     Object.assign(headers, limitHeaders);
   }
+  ctx.res.writeHead(status, headers);
 }
 
 /**
@@ -93,7 +105,7 @@ export function passThrough(
   served?: ServedStream,
 ): void {
   const { res } = ctx;
-  res.writeHead(response.statusCode, headersFor(ctx, attempt, response.headers, false));
+  writeCommittedHead(ctx, attempt, response.statusCode, response.headers, undefined);
   // An event stream's head goes out at once: the client learns the answer started even if the
   // provider then stalls (and the request is not counted as served with nothing sent). When body
   // bytes are already here, they are written in this tick and carry the head in the same write
@@ -317,9 +329,7 @@ export function startTransformedStream(
   upstream: UpstreamHeaders,
   held: string,
 ): void {
-  const headers = headersFor(ctx, attempt, upstream, true);
-  headers['content-type'] = 'text/event-stream; charset=utf-8';
-  ctx.res.writeHead(status, headers);
+  writeCommittedHead(ctx, attempt, status, upstream, { contentType: 'text/event-stream; charset=utf-8' });
   if (held.length > 0) ctx.res.write(held);
   else ctx.res.flushHeaders();
 }
@@ -332,12 +342,10 @@ export function answerJson(
   upstream: UpstreamHeaders | undefined,
   body: string | Buffer,
 ): void {
-  const headers: OutgoingHttpHeaders =
-    upstream === undefined ? { 'x-request-id': ctx.requestId } : headersFor(ctx, attempt, upstream, true);
-  headers['content-type'] = 'application/json';
-  headers['content-length'] = Buffer.byteLength(body);
-  if (upstream === undefined) addGatewayHeaders(ctx, attempt, headers);
-  ctx.res.writeHead(status, headers);
+  writeCommittedHead(ctx, attempt, status, upstream, {
+    contentType: 'application/json',
+    length: Buffer.byteLength(body),
+  });
   ctx.res.end(body);
 }
 
