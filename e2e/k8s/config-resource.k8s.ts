@@ -533,7 +533,13 @@ describe('configuration from the Kubernetes API', () => {
       return true;
     });
     const names = pods.map(podName);
-    const backMs = await servedWithin(names, 'after-outage', applied, 60_000);
+    let backMs: number;
+    try {
+      backMs = await servedWithin(names, 'after-outage', applied, 60_000);
+    } catch (error) {
+      const logs = await Promise.all(names.map(async (pod) => `--- ${pod}\n${await gatewayLog(pod)}`));
+      throw new Error(`${String(error)}\n${logs.join('\n')}`, { cause: error });
+    }
     for (const pod of names) expect(await aliasesOf(pod)).toContain('before-outage');
     // The source is up again on every pod (read through the API server, now back).
     try {

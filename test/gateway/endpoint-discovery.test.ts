@@ -261,6 +261,27 @@ describe('endpoint discovery', () => {
     expect((await chat(gw)).pod).toBe('vllm-c');
   });
 
+  it('gives up a watch the API server never answers, and follows the slices once it does', async () => {
+    api.applySlice(NS, SERVICE, 'vllm-1', port, [endpoint(0)]);
+    const gw = await start();
+    expect((await chat(gw)).pod).toBe('vllm-a');
+    const watches = () => api.calls.filter((c) => c.verb === 'watch-slices').length;
+    // The running watch ends; the next one is accepted and never answered.
+    api.hang('watch-slices', true);
+    api.compact();
+    const hungAt = watches();
+    await until(() => watches() > hungAt, 5000);
+    const firstHung = watches();
+    api.applySlice(NS, SERVICE, 'vllm-1', port, [endpoint(1)]);
+    api.hang('watch-slices', false);
+    // Given up at its 10 s connect deadline (not at the idle limit, 90 s or more): then a watch
+    // that answers brings the change.
+    const since = Date.now();
+    await until(async () => (await chat(gw)).pod === 'vllm-b', 20_000, 200);
+    expect(watches()).toBeGreaterThan(firstHung);
+    expect(Date.now() - since).toBeLessThan(20_000);
+  }, 40_000);
+
   it('without Kubernetes credentials, refuses to start and names the entry', async () => {
     const home = mkdtempSync(join(tmpdir(), 'no-kube-'));
     const file = join(home, 'config.json');

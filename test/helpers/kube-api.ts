@@ -100,6 +100,8 @@ export interface FakeKubeApi {
   leaseHolder(namespace: string, name: string): string | undefined;
   /** Answers every call of this verb with this status until `refuse(verb, undefined)`. */
   refuse(verb: Verb, status: number | undefined): void;
+  /** Requests of this verb are accepted and never answered (a hung server), until called with false. */
+  hang(verb: Verb, hung: boolean): void;
   /** Forgets the history before now: a watch from an older resourceVersion gets 410 Gone. */
   compact(): void;
   /** Closes the listener and cuts every connection, as a stopped API server does. */
@@ -137,6 +139,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
   >();
   const history: WatchEvent[] = [];
   const refusals = new Map<Verb, number>();
+  const hung = new Set<Verb>();
   const watchers = new Set<Watcher>();
   const slices = new Map<string, SliceObject>();
   const sockets = new Set<Socket>();
@@ -220,6 +223,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       json(res, 401, statusBody(401, 'Unauthorized', 'Unauthorized'));
       return;
     }
+    if (verb !== 'other' && hung.has(verb)) return;
     const refused = verb === 'other' ? undefined : refusals.get(verb);
     if (refused !== undefined) {
       json(
@@ -487,6 +491,10 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
     },
     leaseHolder: (namespace, name) =>
       (leases.get(key(namespace, name))?.spec as { holderIdentity?: string } | undefined)?.holderIdentity,
+    hang(verb, value) {
+      if (value) hung.add(verb);
+      else hung.delete(verb);
+    },
     refuse(verb, status) {
       if (status === undefined) refusals.delete(verb);
       else refusals.set(verb, status);

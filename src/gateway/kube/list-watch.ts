@@ -5,8 +5,10 @@
  * is resumed from the last resourceVersion seen; `410 Gone` (that version was compacted away) lists
  * again. Errors back off exponentially (with jitter) up to a ceiling, so a returning API server is
  * noticed within that ceiling; a watch that hears nothing for too long (a hung server or network)
- * is abandoned and started again; one whose connection never came up is waited for before another
- * starts (client-node's watch takes no deadline), so a hung server holds one request, not a pile.
+ * is abandoned and started again; one whose response does not begin within a deadline is given up
+ * (client-node's watch takes no deadline of its own, and its request cannot be aborted before its
+ * response begins: a late one is aborted then), so a hung server holds at most one request per
+ * deadline and backoff.
  */
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { callOptions, describeFailure, type CallFailure, type CallOptions } from './api-calls.js';
@@ -42,6 +44,12 @@ export interface ListWatchHandlers<T> {
 interface WatchTiming {
   /** Deadline of a list call. */
   listDeadlineMs: number;
+  /**
+   * A watch whose response head has not come within this is given up (the API server sends it at
+   * once; a connection that hangs, as to an address being re-routed, would otherwise hold the watch
+   * until the idle limit).
+   */
+  connectDeadlineMs: number;
   /** The server ends a watch after this long (randomized up to 1.5x, so replicas spread out). */
   watchSeconds: number;
   /** A watch that hears nothing (not even a bookmark) for watchSeconds x 1.5 plus this is abandoned. */
@@ -52,6 +60,7 @@ interface WatchTiming {
 
 const WATCH_TIMING: WatchTiming = {
   listDeadlineMs: 10_000,
+  connectDeadlineMs: 10_000,
   watchSeconds: 60,
   idleMarginMs: 30_000,
   backoffInitialMs: 500,
@@ -81,8 +90,6 @@ export class ListWatch<T extends Watched> {
   private stopped = false;
   private backoffMs: number;
   private current: AbortController | undefined;
-  /** A watch whose connection has not come up yet (its request cannot be aborted until it does). */
-  private connecting: Promise<unknown> | undefined;
   private wake: (() => void) | undefined;
   private readonly collection: WatchedCollection<T>;
   private readonly handlers: ListWatchHandlers<T>;
@@ -174,7 +181,6 @@ export class ListWatch<T extends Watched> {
 
   /** One watch, from the last resourceVersion, until the server ends it (resolves) or it fails. */
   private async watchOnce(): Promise<{ events: boolean; ms: number }> {
-    if (this.connecting !== undefined) await this.connecting;
     const started = Date.now();
     const seconds = Math.round(this.timing.watchSeconds * (1 + Math.random() * 0.5));
     const idleLimitMs = seconds * 1000 + this.timing.idleMarginMs;
@@ -187,6 +193,7 @@ export class ListWatch<T extends Watched> {
         if (settled) return;
         settled = true;
         clearInterval(watchdog);
+        clearTimeout(connectTimer);
         controller?.abort();
         if (this.current === controller) this.current = undefined;
         if (error === undefined) resolve({ events, ms: Date.now() - started });
@@ -207,6 +214,16 @@ export class ListWatch<T extends Watched> {
         Math.min(5000, idleLimitMs),
       );
       watchdog.unref();
+      const connectTimer = setTimeout(() => {
+        if (controller === undefined)
+          finish(
+            new FailedCall('watch', {
+              name: 'TimeoutError',
+              message: `no response within ${this.timing.connectDeadlineMs} ms`,
+            }),
+          );
+      }, this.timing.connectDeadlineMs);
+      connectTimer.unref();
       const onEvent = (type: string, object: unknown): void => {
         if (settled || this.stopped) return;
         lastHeard = Date.now();
@@ -223,7 +240,7 @@ export class ListWatch<T extends Watched> {
           this.deliver(() => this.handlers.changed(type, watched));
         // BOOKMARK: only its resourceVersion matters.
       };
-      const connecting = this.watcher
+      void this.watcher
         .watch(
           this.collection.path,
           {
@@ -241,6 +258,7 @@ export class ListWatch<T extends Watched> {
         .then(
           (abort) => {
             controller = abort;
+            clearTimeout(connectTimer);
             if (settled || this.stopped) {
               abort.abort();
               return;
@@ -249,11 +267,7 @@ export class ListWatch<T extends Watched> {
             this.deliver(() => this.handlers.answered());
           },
           (error: unknown) => finish(new FailedCall('watch', error)),
-        )
-        .finally(() => {
-          if (this.connecting === connecting) this.connecting = undefined;
-        });
-      this.connecting = connecting;
+        );
     });
   }
 }
