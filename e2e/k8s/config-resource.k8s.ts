@@ -536,7 +536,7 @@ describe('configuration from the Kubernetes API', () => {
     let backMs: number;
     try {
       // Bounded by the cluster's own recovery too (kube-proxy restoring the `kubernetes` Service took
-      // 5 to 60 s here): the gateway's own part is held to 10 s below, from the pods' own view.
+      // 3 to 90 s here): the gateway's own part is held to 10 s below, from the pods' own view.
       backMs = await servedWithin(names, 'after-outage', applied, 180_000);
     } catch (error) {
       const logs = await Promise.all(names.map(async (pod) => `--- ${pod}\n${await gatewayLog(pod)}`));
