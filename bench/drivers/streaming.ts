@@ -7,6 +7,7 @@ import {
   chatRequestBody,
   eventsPerStream,
 } from '../support/payloads.ts';
+import { seededRandom } from '../support/random.ts';
 import { Samples, sleep } from '../support/stats.ts';
 import { startWindow, type CpuWindow, type Target } from '../support/target.ts';
 
@@ -195,14 +196,7 @@ export function arrivalSchedule(
   }
   // Exponential gaps from a seeded generator (mulberry32): every target of a run gets the same
   // schedule, so the comparison is between proxies, not between draws.
-  let state = seed >>> 0;
-  const uniform = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = seededRandom(seed);
   let t = 0;
   for (let k = 0; k < count; k++) {
     at[k] = t;

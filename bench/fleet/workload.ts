@@ -4,6 +4,7 @@
  * think time (tool execution) between turns. Everything is drawn from a seeded generator, so two
  * runs send the same prompts.
  */
+import { seededRandom } from '../support/random.ts';
 
 export interface WorkloadShape {
   /** Tenants, each with its own system prompt shared by all its conversations. */
@@ -31,18 +32,6 @@ export const AGENT_WORKLOAD: WorkloadShape = {
 
 export function meanTurns(shape: WorkloadShape): number {
   return (shape.turns[0] + shape.turns[1]) / 2;
-}
-
-/** mulberry32: a small, fast, seeded generator of floats in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const SYLLABLES = [

@@ -4,6 +4,7 @@ import { ShareController } from '../../src/gateway/balance/aimd.js';
 import type { Random } from '../../src/gateway/balance/strategies.js';
 import { resolveAimd, type AimdOverrides } from '../../src/gateway/config/schema/index.js';
 import { ManualClock } from '../../src/gateway/limits/clock.js';
+import { seededRandom } from '../../bench/support/random.ts';
 
 /**
  * Random numbers handed out in order. Running out is a test failure: it means the code drew more
@@ -21,16 +22,7 @@ export function scripted(values: readonly number[]): Random & { readonly drawn: 
 }
 
 /** A small seeded generator (mulberry32), so proportion tests are repeatable. */
-export function seeded(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const seeded: (seed: number) => Random = seededRandom;
 
 /**
  * Test parameters chosen so every threshold is exact in binary floating point: with a window of 8
