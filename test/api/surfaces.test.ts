@@ -7,14 +7,22 @@ describe('API surfaces', () => {
     const table = Object.fromEntries(
       SURFACES.map((s) => [
         s.path,
-        [s.operation, s.streamEndsWithDone, s.reportsUsage, s.strict, s.reasoning, s.sanitizable],
+        [
+          s.operation,
+          s.streamOptions,
+          s.streamEnd !== undefined,
+          s.reportsUsage,
+          s.strict,
+          s.reasoning,
+          s.sanitizable,
+        ],
       ]),
     );
     expect(table).toEqual({
-      '/v1/chat/completions': ['chat', true, true, 'chat_completions', 'chat_completions', true],
-      '/v1/completions': ['text_completion', true, true, undefined, undefined, false],
-      '/v1/responses': ['chat', false, true, 'responses', 'responses', false],
-      '/v1/embeddings': ['embeddings', false, true, 'embeddings', undefined, false],
+      '/v1/chat/completions': ['chat', true, true, true, 'chat_completions', 'chat_completions', true],
+      '/v1/completions': ['text_completion', true, true, true, undefined, undefined, false],
+      '/v1/responses': ['chat', false, false, true, 'responses', 'responses', false],
+      '/v1/embeddings': ['embeddings', false, false, true, 'embeddings', undefined, false],
     });
   });
 

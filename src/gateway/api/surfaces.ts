@@ -17,8 +17,19 @@ export interface ApiSurface {
   /** The request path (without query string) that names the surface. */
   readonly path: string;
   readonly operation: GenAiOperation;
-  /** Its event streams end with `data: [DONE]`: one that ends without it was cut. */
-  readonly streamEndsWithDone: boolean;
+  /** A streamed request may ask for usage with `stream_options.include_usage` (`usage.request_in_streams`). */
+  readonly streamOptions: boolean;
+  /**
+   * The tail of a complete event stream (the end marker, then only line ends and comments); a
+   * stream that ends without it was cut. Undefined: a stream is complete at any event boundary.
+   */
+  readonly streamEnd: RegExp | undefined;
+  /**
+   * Its error events are ad hoc objects a client library may not recognize (a chat stream's
+   * `{"error": ...}`, vLLM's `{"object": "error"}`): a passed-through stream is cut after one, so
+   * no client reads what came as a whole answer.
+   */
+  readonly cutAfterErrorEvent: boolean;
   /** A successful response reports token usage (`usage`). */
   readonly reportsUsage: boolean;
   /** The schema strict mode validates it against; undefined: strict mode does not serve it. */
@@ -32,51 +43,78 @@ export interface ApiSurface {
    * surface has: embedded-error.ts).
    */
   readonly failureEventTypes: readonly string[];
+  /**
+   * The event `type` whose first occurrence is the first token (the commit point of a stream, the
+   * first-token deadline's end); undefined: the first data frame.
+   */
+  readonly firstTokenEvent: string | undefined;
+  /** The shape of its error bodies and error events: OpenAI's `{error: {...}}` or Anthropic's `{type: "error", error: {...}}`. */
+  readonly errorShape: 'openai' | 'anthropic';
 }
+
+/** `data: [DONE]`, then only line ends and comments (keep-alives). */
+const DONE_AT_END = /(?:^|\n)data: ?\[DONE\](?:\n(?::[^\r\n]*)?|[ \t\r])*$/;
 
 export const CHAT_COMPLETIONS: ApiSurface = Object.freeze({
   path: '/v1/chat/completions',
   operation: 'chat',
-  streamEndsWithDone: true,
+  streamOptions: true,
+  streamEnd: DONE_AT_END,
+  cutAfterErrorEvent: true,
   reportsUsage: true,
   strict: 'chat_completions',
   reasoning: 'chat_completions',
   sanitizable: true,
   failureEventTypes: [],
+  firstTokenEvent: undefined,
+  errorShape: 'openai',
 });
 
 export const COMPLETIONS: ApiSurface = Object.freeze({
   path: '/v1/completions',
   operation: 'text_completion',
-  streamEndsWithDone: true,
+  streamOptions: true,
+  streamEnd: DONE_AT_END,
+  cutAfterErrorEvent: true,
   reportsUsage: true,
   strict: undefined,
   reasoning: undefined,
   sanitizable: false,
   failureEventTypes: [],
+  firstTokenEvent: undefined,
+  errorShape: 'openai',
 });
 
 export const RESPONSES: ApiSurface = Object.freeze({
   path: '/v1/responses',
   operation: 'chat',
-  // Responses streams end with a `response.completed` event, not `[DONE]`.
-  streamEndsWithDone: false,
+  // Responses streams end with a `response.completed` event, not `[DONE]`; any event boundary is
+  // taken as an end.
+  streamOptions: false,
+  streamEnd: undefined,
+  cutAfterErrorEvent: false,
   reportsUsage: true,
   strict: 'responses',
   reasoning: 'responses',
   sanitizable: false,
   failureEventTypes: ['error', 'response.failed'],
+  firstTokenEvent: undefined,
+  errorShape: 'openai',
 });
 
 export const EMBEDDINGS: ApiSurface = Object.freeze({
   path: '/v1/embeddings',
   operation: 'embeddings',
-  streamEndsWithDone: false,
+  streamOptions: false,
+  streamEnd: undefined,
+  cutAfterErrorEvent: false,
   reportsUsage: true,
   strict: 'embeddings',
   reasoning: undefined,
   sanitizable: false,
   failureEventTypes: [],
+  firstTokenEvent: undefined,
+  errorShape: 'openai',
 });
 
 export const SURFACES: readonly ApiSurface[] = Object.freeze([

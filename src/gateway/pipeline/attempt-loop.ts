@@ -10,6 +10,7 @@ import { Attempt, bodyFor, injectsUsage, send, type AbandonReason, type AttemptL
 import type { RequestContext } from './context.js';
 import { gatewayErrors, refusalError, type GatewayError } from './errors.js';
 import { parseJsonBody } from './resolve.js';
+import { failsOver, type AttemptResult } from './failover.js';
 import { respond, type RespondDeps } from './respond.js';
 import { responseModeFor } from './response-mode.js';
 
@@ -39,6 +40,8 @@ function takeProviderConcurrency(provider: ProviderRoute, grants: GrantSet): May
   if (answer === undefined) return null;
   return isPromise(answer) ? answer.then((granted) => grants.hold(granted)) : grants.hold(answer);
 }
+
+const LOCAL_REFUSAL: AttemptResult = Object.freeze({ kind: 'local_refusal' });
 
 /** The request header that names a session for `prefix_affinity` (after the body's keys). */
 const SESSION_HEADER = 'x-session-id';
@@ -101,7 +104,7 @@ class AttemptLoop implements HeadListener, AttemptListener {
     this.#attempts = Math.min(this.#configuredAttempts, this.#order.length);
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
-    if (route.requestUsageInStreams && ctx.surface?.streamEndsWithDone === true) {
+    if (route.requestUsageInStreams && ctx.surface?.streamOptions === true) {
       parseJsonBody(ctx);
       ctx.usageInjected = injectsUsage(ctx.json);
     }
@@ -149,7 +152,7 @@ class AttemptLoop implements HeadListener, AttemptListener {
     const ctx = this.#ctx;
     const provider = this.#order[index]!;
     this.#deps.metrics.attemptsOf.get(ctx.modelLabel, ctx.route!.key, provider.label, 'local_refusal').inc();
-    if (index < this.#attempts - 1 && ctx.route!.fallback?.onRateLimit) {
+    if (failsOver(ctx.route!.fallback, LOCAL_REFUSAL, index < this.#attempts - 1)) {
       this.start(index + 1);
       return;
     }
@@ -219,23 +222,20 @@ class AttemptLoop implements HeadListener, AttemptListener {
   }
 
   /**
-   * The attempt produced nothing to send (spec 2.5): the next provider is tried on a fallback
-   * status, an error embedded in a 200, a deadline, or a connection error with
-   * `on_connection_error`; otherwise, or after the last attempt, the client gets the gateway's
-   * error. A client that left gets nothing.
+   * The attempt produced nothing to send (spec 2.5): the next provider is tried when the failover
+   * policy (`failover.ts`) says so; otherwise the client gets the gateway's error. A client that
+   * left gets nothing.
    */
   attemptAbandoned(attempt: Attempt, reason: AbandonReason, status: number | undefined): void {
     const ctx = this.#ctx;
-    if (ctx.isClosed || reason === 'client_gone') return;
-    const fallback = ctx.route!.fallback;
-    // A timeout fails over as a connection error does (`on_connection_error`).
-    const failsOver =
-      reason === 'deadline' ||
-      reason === 'status' ||
-      reason === 'embedded_error' ||
-      fallback?.onConnectionError === true;
-    if (attempt.last || !fallback || !failsOver) {
-      this.#deps.answer(ctx, (NO_PROVIDER_LEFT[reason] ?? gatewayErrors.upstreamUnavailable)());
+    if (ctx.isClosed) return;
+    const result: AttemptResult =
+      reason === 'status' || reason === 'embedded_error'
+        ? { kind: 'status', status: status! }
+        : { kind: reason };
+    if (!failsOver(ctx.route!.fallback, result, !attempt.last)) {
+      if (reason !== 'client_gone')
+        this.#deps.answer(ctx, (NO_PROVIDER_LEFT[reason] ?? gatewayErrors.upstreamUnavailable)());
       return;
     }
     this.#deps.logger.info(

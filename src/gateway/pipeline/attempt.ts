@@ -8,6 +8,7 @@ import type { HeadListener, UpstreamExchange } from '../http/upstream-exchange.j
 import type { GrantSet } from '../limits/grant-set.js';
 import type { Grant } from '../limits/types.js';
 import type { AbandonListener, RequestContext } from './context.js';
+import { failsOver } from './failover.js';
 import { ServedRecord } from './served-record.js';
 import type { ResponseMode } from './response-mode.js';
 import type { Span } from '@opentelemetry/api';
@@ -236,7 +237,7 @@ export class Attempt implements Grant, AbandonListener {
 
   /** Whether the pool fails over on `status` (a response status, or an error embedded in a 200). */
   failsOverOn(status: number): boolean {
-    return !this.last && this.#ctx.route!.fallback?.onStatus(status) === true;
+    return failsOver(this.#ctx.route!.fallback, { kind: 'status', status }, !this.last);
   }
 
   /**

@@ -18,11 +18,12 @@ import type { RequestContext } from './context.js';
 import { RawLeadingFrames, parseJsonSafe, type LeadingFrames } from './leading-frames.js';
 import { readUntil, readWhole } from './read-ahead.js';
 import { ServedStream } from './served-body.js';
+import { streamEnding } from './stream-end.js';
 import { usageFromBytes } from './usage.js';
 import {
   answerError,
   answerJson,
-  cutResponse,
+  endStreamAs,
   logAndDropErrorBody,
   logOverflow,
   passThrough,
@@ -257,11 +258,10 @@ async function respondStream(
   }
   if (frames.state === 'overflow') {
     logOverflow(ctx, attempt, deps.logger, { limit: deps.sseBufferLimit });
-    ctx.endedAs('upstream_cut');
     response.discard();
     // The head as any committed response's (nothing of the body follows it: the stream is cut).
     writeCommittedHead(ctx, attempt, response.statusCode, response.headers, {});
-    cutResponse(ctx.res);
+    endStreamAs(ctx, attempt, streamEnding(ctx.surface, 'raw', 'overflow'));
     return;
   }
   passThrough(ctx, attempt, response, held as Buffer[], deps, served);

@@ -61,14 +61,19 @@ export class ServedStream {
     return (previous === undefined ? '' : previous.toString('utf8')) + last.toString('utf8');
   }
 
-  /** The stream's last event was `[DONE]`, an error before it or not. */
-  endedWithDone(): boolean {
+  /**
+   * The stream ended with its surface's end marker (`[DONE]`, an error before it or not); false for
+   * a surface without one.
+   */
+  endedWithMarker(): boolean {
+    const end = this.#surface?.streamEnd;
+    if (end === undefined) return false;
     let tail = '';
     for (const chunk of [this.#last, this.#previous, this.#beforePrevious]) {
-      if (chunk === undefined || tail.length >= DONE_TAIL_BYTES) break;
-      tail = chunk.toString('latin1', Math.max(0, chunk.length - DONE_TAIL_BYTES)) + tail;
+      if (chunk === undefined || tail.length >= END_TAIL_BYTES) break;
+      tail = chunk.toString('latin1', Math.max(0, chunk.length - END_TAIL_BYTES)) + tail;
     }
-    return DONE_AT_END.test(tail);
+    return end.test(tail);
   }
 
   /** An error event was seen in a chunk so far (one split across chunks shows only at the end). */
@@ -78,12 +83,12 @@ export class ServedStream {
 
   /**
    * How the stream went: an error event anywhere in it (an error served, even if `[DONE]` came
-   * after it), else whether it ended with `[DONE]`, else neither (the provider stopped without a
+   * after it), else whether it ended with its end marker, else neither (the provider stopped without a
    * word, or mid-event).
    */
   streamEnd(): 'error' | 'done' | 'other' {
     if (this.#sawError) return 'error';
-    if (this.endedWithDone()) return 'done';
+    if (this.endedWithMarker()) return 'done';
     const text = this.#text();
     // A last event split across the two chunks was not whole in either.
     return text.includes('"error"') && hasErrorEvent(this.#surface, text) ? 'error' : 'other';
@@ -100,11 +105,8 @@ function startsData(chunk: Buffer): boolean {
   return !DONE_DATA.test(chunk.toString('latin1', at, Math.min(chunk.length, at + 16)));
 }
 
-/** How much of a stream's end is read for its `[DONE]` (and keep-alive comments after it). */
-const DONE_TAIL_BYTES = 256;
-
-/** The `data: [DONE]` line that ends a stream, then only line ends and comments (keep-alives). */
-const DONE_AT_END = /(?:^|\n)data: ?\[DONE\](?:\n(?::[^\r\n]*)?|[ \t\r])*$/;
+/** How much of a stream's end is read for its end marker (and keep-alive comments after it). */
+const END_TAIL_BYTES = 256;
 
 /** Whether any complete `data:` line in `text` is an error event of the surface (embedded-error.ts). */
 function hasErrorEvent(surface: ApiSurface | undefined, text: string): boolean {

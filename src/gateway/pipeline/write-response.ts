@@ -3,10 +3,16 @@ import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.j
 import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders, isEventStream, isJson } from '../http/headers.js';
 import { LIMIT_HEADER_NAMES } from '../limits/limit-headers.js';
-import { invalidUpstreamResponseEvent, type SseSanitizeTransform, type SseStep } from '../strict/index.js';
+import {
+  invalidUpstreamResponseEvent,
+  type SseEndStep,
+  type SseSanitizeTransform,
+  type SseStep,
+} from '../strict/index.js';
 import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
 import { ServedJson, ServedStream } from './served-body.js';
+import { streamEnding, type StreamEnd, type StreamEnding } from './stream-end.js';
 import { UsageChunkFilter } from './usage-chunk-filter.js';
 
 /**
@@ -163,9 +169,9 @@ abstract class ClientBodyWriter implements BodyConsumer {
 
 /**
  * The consumer of a passed-through body: each chunk written to the client as it arrives, and shown
- * to the reader of a 2xx body (`served-body.ts`), which judges at its end what the provider served:
- * an error inside the 200 (`upstream_error`), or an event stream that should have ended with
- * `[DONE]` and did not (`upstream_cut`, even though its end was clean).
+ * to the reader of a 2xx body (`served-body.ts`), which tells at its end how the provider's stream
+ * ended (`stream-end.ts` decides what follows: an error event is the stream's last word, a stream
+ * without its end marker was cut) or whether a JSON body was an error inside the 200.
  */
 class ForwardToClient extends ClientBodyWriter {
   #served: ServedStream | ServedJson | undefined;
@@ -182,11 +188,11 @@ class ForwardToClient extends ClientBodyWriter {
 
   /**
    * The chunks read before the commit point (already seen by the reader that held them). False when
-   * they hold an error event and the `[DONE]` after it: the response ended there.
+   * they hold an error event: the response ended there.
    */
   writeHeld(chunks: readonly Buffer[]): boolean {
     const served = this.#served;
-    const endsAtError = served instanceof ServedStream && this.#endsAtError(served);
+    const endsAtError = served instanceof ServedStream && served.errorSeen();
     for (const chunk of chunks) {
       if (endsAtError && chunk.includes(DONE_TOKEN)) {
         this.#endAtError(served, chunk);
@@ -195,7 +201,9 @@ class ForwardToClient extends ClientBodyWriter {
       const out = this.#filtered(chunk);
       if (out.length > 0) this.ctx.res.write(out);
     }
-    return true;
+    if (!endsAtError) return true;
+    this.#endAtError(served, EMPTY);
+    return false;
   }
 
   /** What of `chunk` goes to the client: all of it, or all but the usage-only chunk. */
@@ -203,14 +211,10 @@ class ForwardToClient extends ClientBodyWriter {
     return this.#filter === undefined ? chunk : this.#filter.push(chunk);
   }
 
-  #endsAtError(served: ServedStream): boolean {
-    return served.errorSeen() && this.ctx.surface?.streamEndsWithDone === true;
-  }
-
   bodyData(chunk: Buffer): void {
     const served = this.#served;
     served?.push(chunk);
-    if (served instanceof ServedStream && this.#endsAtError(served)) {
+    if (served instanceof ServedStream && served.errorSeen()) {
       this.#endAtError(served, chunk);
       return;
     }
@@ -219,23 +223,18 @@ class ForwardToClient extends ClientBodyWriter {
   }
 
   /**
-   * An error event in a chat or text stream is its last word: the chunk that carries it goes out up
-   * to any `[DONE]` after it, and the response is cut. A `[DONE]` after an error would tell a client
-   * the answer completed, and a client library that does not know the error's shape (vLLM's
-   * `{"object": "error"}`) would then return the partial answer as whole.
+   * An error event is the stream's last word: the chunk that carries it goes out up to any `[DONE]`
+   * after it (which would tell a client the answer completed), and the response ends there. The
+   * rest is read unseen, so the connection can be kept.
    */
   #endAtError(served: ServedStream, chunk: Buffer): void {
-    const ctx = this.ctx;
     const done = chunk.indexOf(DONE_TOKEN);
     // The `[DONE]` line starts after the last line end before the token.
     const head = done < 0 ? chunk : chunk.subarray(0, chunk.lastIndexOf(0x0a, done) + 1);
     const out = this.#filtered(head);
-    if (out.length > 0) ctx.res.write(out);
-    ctx.endedAs('upstream_error');
-    ctx.served?.bodyDone(served.firstDataAt, undefined);
-    // The rest (its `[DONE]`) is read unseen, so the connection can be kept; nothing more is heard.
+    if (out.length > 0) this.ctx.res.write(out);
     this.response.drain();
-    cutResponse(ctx.res);
+    this.#endStream(served, 'error_event');
   }
 
   bodyEnded(): void {
@@ -244,53 +243,79 @@ class ForwardToClient extends ClientBodyWriter {
     const rest = this.#filter?.end();
     if (rest !== undefined) ctx.res.write(rest);
     if (served instanceof ServedStream) {
-      if (!streamServed(ctx, this.attempt, served)) {
-        cutResponse(ctx.res);
-        return;
-      }
-    } else {
-      // An error inside the 200 reports no usage.
-      const errorInside = served?.isError() === true;
-      if (errorInside) ctx.endedAs('upstream_error');
-      ctx.served?.bodyDone(undefined, errorInside ? undefined : served?.usage());
+      this.#endStream(served, STREAM_ENDS[served.streamEnd()]);
+      return;
     }
+    // An error inside the 200 reports no usage.
+    const errorInside = served?.isError() === true;
+    if (errorInside) ctx.endedAs('upstream_error');
+    ctx.served?.bodyDone(undefined, errorInside ? undefined : served?.usage());
     ctx.res.end();
   }
 
   bodyFailed(error: Error): void {
     const served = this.#served;
-    this.ctx.served?.bodyDone(served instanceof ServedStream ? served.firstDataAt : undefined, undefined);
     // A client that left aborted the request: there is nobody to tell.
-    if (this.ctx.isClosed) return;
-    this.ctx.endedAs('upstream_cut');
-    upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
-    cutResponse(this.ctx.res);
+    if (this.ctx.isClosed) {
+      this.ctx.served?.bodyDone(served instanceof ServedStream ? served.firstDataAt : undefined, undefined);
+      return;
+    }
+    logBodyFailure(this.ctx, this.attempt, error, this.deps);
+    if (served instanceof ServedStream) {
+      this.#endStream(served, 'broken');
+      return;
+    }
+    this.ctx.served?.bodyDone(undefined, undefined);
+    endStreamAs(this.ctx, this.attempt, streamEnding(this.ctx.surface, 'raw', 'broken'));
+  }
+
+  /** A passed-through stream ended as `end`: its usage and first token are recorded, and the ending carried out. */
+  #endStream(served: ServedStream, end: StreamEnd): void {
+    const ctx = this.ctx;
+    const ending = streamEnding(ctx.surface, this.attempt.mode.kind === 'strict' ? 'strict' : 'raw', end);
+    ctx.served?.bodyDone(served.firstDataAt, end === 'broken' ? undefined : served.usage());
+    endStreamAs(ctx, this.attempt, ending);
   }
 }
+
+/** How the passed-through stream reader's verdict reads as a stream end. */
+const STREAM_ENDS: Readonly<Record<ReturnType<ServedStream['streamEnd']>, StreamEnd>> = {
+  error: 'error_event',
+  done: 'complete',
+  // Inside an event or at a boundary: both are a cut where the surface has an end marker.
+  other: 'unterminated',
+};
+
+const EMPTY = Buffer.alloc(0);
 
 /**
- * What a stream that reached its end served: its usage and first token, and how it ended (an
- * error event, or no `[DONE]` where the endpoint's streams end with one). False when the client's
- * response must be cut: a chat or text stream is complete only with its `[DONE]`, and ending the
- * response cleanly would present what came (even a last frame saying `finish_reason: stop`, or an
- * error object a client library does not recognize) as the whole answer. Cut, every client sees a
- * broken transfer; the bytes stay the provider's.
+ * Carries out a stream's ending (`stream-end.ts`) on the client's response: the outcome and the
+ * provider's failure are recorded, and the response ends cleanly, is cut, or gets the gateway's
+ * error event for a broken stream first.
  */
-function streamServed(ctx: RequestContext, attempt: Attempt, served: ServedStream): boolean {
-  const end = served.streamEnd();
-  const withDone = ctx.surface?.streamEndsWithDone === true;
-  if (end === 'error') ctx.endedAs('upstream_error');
-  else if (end === 'other' && withDone) {
-    ctx.endedAs('upstream_cut');
-    attempt.cut();
+export function endStreamAs(ctx: RequestContext, attempt: Attempt, ending: StreamEnding): void {
+  if (ending.outcome !== undefined) ctx.endedAs(ending.outcome);
+  if (ending.providerFailed) attempt.cut();
+  switch (ending.client) {
+    case 'end':
+      ctx.res.end();
+      return;
+    case 'error_event':
+      ctx.res.end(brokenStreamEvent(ctx));
+      return;
+    case 'cut':
+      cutResponse(ctx.res);
+      return;
   }
-  ctx.served?.bodyDone(served.firstDataAt, served.usage());
-  // Only an error event can hide whether the stream went on to its `[DONE]`.
-  return !withDone || end === 'done' || (end === 'error' && served.endedWithDone());
 }
 
-function upstreamBodyFailed(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
-  attempt.cut();
+/** The error event that tells a client of a re-emitted stream that the provider cut it short. */
+function brokenStreamEvent(_ctx: RequestContext): string {
+  return invalidUpstreamResponseEvent();
+}
+
+/** The provider's body failed after the commit: counted and logged at warn (never its content). */
+function logBodyFailure(ctx: RequestContext, attempt: Attempt, error: Error, deps: AttemptDeps): void {
   const timeout = attempt.noteTimeout(error);
   deps.metrics.upstreamErrors.inc({
     model: ctx.modelLabel,
@@ -480,78 +505,53 @@ class TransformPump extends ClientBodyWriter {
 
   bodyFailed(error: Error): void {
     if (this.#finished || this.ctx.isClosed) return;
-    this.ctx.endedAs('upstream_cut');
-    upstreamBodyFailed(this.ctx, this.attempt, error, this.deps);
-    this.#endCut();
-  }
-
-  /**
-   * Ends a stream the provider cut short. Strict clients get an error event they can act on, with no
-   * `[DONE]` after it; a sanitized stream outside strict mode is cut, as a passed-through one is.
-   */
-  #endCut(): void {
-    if (this.attempt.mode.kind === 'strict') {
-      this.ctx.res.write(invalidUpstreamResponseEvent());
-      this.#finish('end');
-    } else {
-      this.#finish('destroy');
-    }
+    logBodyFailure(this.ctx, this.attempt, error, this.deps);
+    this.#end('broken');
   }
 
   clientClosed(): void {
-    this.#finish('destroy');
+    if (this.#finished) return;
+    this.#finished = true;
+    this.ctx.served?.bodyDone(this.#served.firstDataAt, this.#served.usage());
+    this.response.discard();
+    cutResponse(this.ctx.res);
+    this.attempt.release();
   }
 
   #apply(step: SseStep | ReturnType<SseSanitizeTransform['end']>): void {
     if (this.#finished) return;
     if (step.output.length > 0) this.write(step.output);
-    switch (step.state) {
-      case 'open':
-        return;
-      case 'done':
-        this.#finish('end');
-        return;
-      case 'error_event':
-        this.ctx.endedAs('upstream_error');
-        this.#finish('end');
-        return;
-      case 'clean':
-        // Ended at an event boundary: complete, unless the endpoint's streams end with `[DONE]`;
-        // then the answer was cut short, whatever its last frame said.
-        if (this.ctx.surface?.streamEndsWithDone !== true) {
-          this.#finish('end');
-          return;
-        }
-        this.ctx.endedAs('upstream_cut');
-        this.attempt.cut();
-        this.#endCut();
-        return;
-      case 'overflow':
-        logOverflow(this.ctx, this.attempt, this.deps.logger, step.overflow!);
-        this.ctx.endedAs('upstream_cut');
-        this.#finish('destroy');
-        return;
-      case 'incomplete':
-        this.ctx.endedAs('upstream_cut');
-        this.attempt.cut();
-        this.#finish('destroy');
-        return;
-    }
+    if (step.state === 'open') return;
+    if (step.state === 'overflow') logOverflow(this.ctx, this.attempt, this.deps.logger, step.overflow!);
+    this.#end(TRANSFORM_ENDS[step.state]);
   }
 
-  #finish(how: 'end' | 'destroy'): void {
-    if (this.#finished) return;
+  /**
+   * The stream ended as `end`: its usage and first token are recorded, the ending carried out, and
+   * the provider's response let go (drained when the client's stream ended cleanly, so the
+   * connection can be kept; dropped otherwise).
+   */
+  #end(end: StreamEnd): void {
     this.#finished = true;
     const ctx = this.ctx;
+    const ending = streamEnding(
+      ctx.surface,
+      this.attempt.mode.kind === 'strict' ? 'strict' : 'standalone',
+      end,
+    );
     ctx.served?.bodyDone(this.#served.firstDataAt, this.#served.usage());
-    if (how === 'end') {
-      // The stream is complete for the client; the rest of the body only returns the connection.
-      this.response.drain();
-      this.ctx.res.end();
-    } else {
-      this.response.discard();
-      cutResponse(this.ctx.res);
-    }
+    if (ending.client === 'cut') this.response.discard();
+    else this.response.drain();
+    endStreamAs(ctx, this.attempt, ending);
     this.attempt.release();
   }
 }
+
+/** How the re-emitting transform's terminal states read as a stream end. */
+const TRANSFORM_ENDS: Readonly<Record<Exclude<SseEndStep['state'], 'open'>, StreamEnd>> = {
+  done: 'complete',
+  error_event: 'error_event',
+  clean: 'unterminated',
+  incomplete: 'incomplete',
+  overflow: 'overflow',
+};
