@@ -33,7 +33,7 @@ interface ServeFlags {
 
 function buildProgram(): Command {
   const program = new Command('sim')
-    .description('Simulated OpenAI-compatible inference server')
+    .description('Simulated OpenAI-compatible inference server (and Anthropic Messages API)')
     .version(packageVersion(), '--version', 'print the version')
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)');
@@ -41,7 +41,7 @@ function buildProgram(): Command {
   program
     .command('serve')
     .description(
-      'serve chat and text completions with modelled latency, fault injection and saturation control',
+      'serve chat and text completions and Anthropic Messages with modelled latency, fault injection and saturation control',
     )
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0: any free port)', integer(0, 65535), 8000)

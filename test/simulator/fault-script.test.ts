@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { FaultSpec } from '../../src/simulator/faults/modes.js';
 import { FAULT_MODES, FAULT_TERMINAL } from '../fixtures/fault-modes.js';
-import { faultScript, tornFrame, CANCELLED_499_FRAME } from '../../src/simulator/faults/script.js';
+import { CANCELLED_499_FRAME } from '../../src/simulator/faults/script.js';
+import { faultScript, tornFrame } from '../../src/simulator/openai/fault-script.js';
 import type { EndpointKind, FrameContext } from '../../src/simulator/openai/frames.js';
 
 function ctx(kind: EndpointKind, model = 'm'): FrameContext {

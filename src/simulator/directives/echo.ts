@@ -66,11 +66,18 @@ export function parseEchoDirective(text: string): EchoParse {
   return { found: true, ok: true, directive: parsed.data };
 }
 
-/** The frames a directive scripts. Chat gets structured deltas; completions get the same as raw text. */
-export function echoPlan(directive: EchoDirective, kind: EndpointKind): OutputPlan {
+/**
+ * The frames a directive scripts. Chat gets structured deltas; completions get the same as raw text.
+ * A tool call without an `id` gets `<toolIdPrefix><index>` (`toolu_sim_0` in Anthropic's framing).
+ */
+export function echoPlan(
+  directive: EchoDirective,
+  kind: EndpointKind,
+  toolIdPrefix = 'call_sim_',
+): OutputPlan {
   const calls = (directive.tool_calls ?? []).map((call, index) => ({
     index,
-    id: call.id ?? `call_sim_${index}`,
+    id: call.id ?? `${toolIdPrefix}${index}`,
     name: call.name,
     arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
   }));

@@ -74,6 +74,8 @@ export class Sequence implements Queued {
   handedOver = false;
   emitted = 0;
   lastTokenAt = 0;
+  /** Leading prompt tokens the prefix cache held when the sequence was prefilled (set on admission). */
+  cachedTokens = 0;
 
   private readonly engine: Engine;
   readonly request: SequenceRequest;
@@ -263,7 +265,8 @@ export class Engine {
       seq.state = 'running';
       this.running.add(seq);
       batch.push(seq);
-      prefillTokens += seq.request.promptTokens - this.cachedPrefix(seq.request);
+      seq.cachedTokens = this.cachedPrefix(seq.request);
+      prefillTokens += seq.request.promptTokens - seq.cachedTokens;
     }
     const prefillSeqs = batch.length;
     let decodeSeqs = 0;

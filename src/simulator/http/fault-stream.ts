@@ -1,39 +1,42 @@
 import type { ServerResponse } from 'node:http';
-import { errorBody } from '../../lib/errors.js';
 import type { SequenceEvents } from '../engine/engine.js';
 import { formatFault, type FaultSpec } from '../faults/modes.js';
-import { faultScript } from '../faults/script.js';
-import { dataFrame, type FrameContext } from '../openai/frames.js';
-import type { CompletionRequest } from '../openai/requests.js';
+import type { FaultScript } from '../faults/script.js';
 import type { ModelRuntime, SimContext } from '../runtime.js';
-import { admit, engineStoppedMessage } from './admission.js';
+import { admit, type AdmissionReplies } from './admission.js';
 import { playFault } from './fault-player.js';
+import type { PromptRequest } from './serve-sequence.js';
 import { openStream, writable } from './sse.js';
 
+/** What a faulting stream needs of its endpoint's framing besides the script. */
+export interface FaultFraming {
+  /** Names the endpoint in the `fault injected` log line. */
+  endpoint: string;
+  replies: AdmissionReplies;
+  /** The in-stream error that ends the stream when the engine stops before the script starts. */
+  engineStoppedFrame: (model: string) => string;
+}
+
 /**
- * A faulting stream. It is admitted like any request (so saturation and running counts stay
- * honest) and waits for its first token like any request; from then on the fault script paces
- * itself with `delay_ms`, holding its engine slot until the script is over.
+ * A faulting stream, in any framing. It is admitted like any request (so saturation and running
+ * counts stay honest) and waits for its first token like any request; from then on the fault
+ * script paces itself with `delay_ms`, holding its engine slot until the script is over.
  */
 export function faultStream(
   ctx: SimContext,
   runtime: ModelRuntime,
   res: ServerResponse,
-  request: CompletionRequest,
+  prompt: PromptRequest,
   fault: FaultSpec,
-  frame: FrameContext,
+  script: FaultScript,
+  framing: FaultFraming,
 ): void {
   const model = runtime.config.name;
-  const script = faultScript(fault, {
-    frame,
-    includeUsage: request.includeUsage,
-    promptTokens: request.promptTokens,
-  });
   const events: SequenceEvents = {
     isBlocked: () => false,
     onToken: () => {
       ctx.metrics.faultInjected(model, fault.mode);
-      ctx.log.info({ model, endpoint: frame.kind, fault: formatFault(fault) }, 'fault injected');
+      ctx.log.info({ model, endpoint: framing.endpoint, fault: formatFault(fault) }, 'fault injected');
       playFault(res, script, fault.delayMs, ctx.log)
         .catch((err: unknown) => {
           ctx.log.error({ err: err instanceof Error ? err.message : String(err) }, 'fault script failed');
@@ -43,9 +46,7 @@ export function faultStream(
     },
     onFinish: () => {},
     onAbort: () => {
-      const message = engineStoppedMessage(model);
-      if (writable(res))
-        res.end(dataFrame(errorBody(message, 'service_unavailable_error', 'engine_unavailable')));
+      if (writable(res)) res.end(framing.engineStoppedFrame(model));
     },
   };
   const seq = admit(
@@ -53,14 +54,15 @@ export function faultStream(
     runtime,
     res,
     {
-      promptTokens: request.promptTokens,
-      promptTokenList: request.promptTokenList,
+      promptTokens: prompt.promptTokens,
+      promptTokenList: prompt.promptTokenList,
       outputTokens: 1,
-      priority: request.priority,
+      priority: prompt.priority,
       external: true,
       finishReason: 'fault',
     },
     events,
+    framing.replies,
   );
   if (!seq) return;
   openStream(res);

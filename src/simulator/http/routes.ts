@@ -4,6 +4,7 @@ import { applyEngineState, engineStates } from '../control/engine-state.js';
 import type { SimContext } from '../runtime.js';
 import { packageVersion } from '../version.js';
 import { handleCompletion } from './completions.js';
+import { handleCountTokens, handleMessages } from './messages.js';
 import { readJsonBody, sendError, sendJson } from './respond.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, ctx: SimContext) => Promise<void> | void;
@@ -12,6 +13,8 @@ type Handler = (req: IncomingMessage, res: ServerResponse, ctx: SimContext) => P
 const ROUTES: Record<string, Record<string, Handler>> = {
   '/v1/chat/completions': { POST: (req, res, ctx) => handleCompletion('chat', req, res, ctx) },
   '/v1/completions': { POST: (req, res, ctx) => handleCompletion('completions', req, res, ctx) },
+  '/v1/messages': { POST: handleMessages },
+  '/v1/messages/count_tokens': { POST: handleCountTokens },
   '/v1/models': { GET: listModels },
   '/metrics': { GET: metrics },
   '/health': { GET: health },
