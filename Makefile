@@ -103,6 +103,10 @@ FORCE:
 helm: $(TOOLS)/bin/helm ## Build the pinned helm into .tools/bin (make e2e-k8s and the release use that one)
 	@echo "helm $$('$(TOOLS)/bin/helm' version --short) at .tools/bin/helm"
 
+.PHONY: claude-code
+claude-code: $(NODE_BOOTSTRAP) ## Fetch the pinned Claude Code CLI (Linux x64) into ~/.cache/llm-gateway, for the tests that run it
+	@node scripts/claude-code.ts
+
 chart-golden: $(BUILD_STAMP) $$(HELM_NEEDED) ## Regenerate the chart's values.schema.json, golden renders and manifests/
 	HELM_BIN='$(HELM_BIN)' node test/chart/regenerate.ts
 
@@ -123,7 +127,7 @@ check-docs: $(BUILD_STAMP) ## Fail when docs/configuration.md is stale
 
 # The report is removed first, so a run that ends before writing one is never summarised from an
 # earlier run's report; vitest's exit status goes to the summary, which fails the run on it.
-unit: $(BUILD_STAMP) $$(HELM_NEEDED) ## Run every vitest suite, the local e2e included (closing line "tests: N passed, N failed[, N skipped]")
+unit: $(BUILD_STAMP) $$(HELM_NEEDED) claude-code ## Run every vitest suite, the local e2e included (closing line "tests: N passed, N failed[, N skipped]")
 	@mkdir -p $(dir $(VITEST_REPORT)) && rm -f $(VITEST_REPORT)
 	@echo "HELM_BIN=$(HELM_BIN) vitest run"
 	@status=0; HELM_BIN='$(HELM_BIN)' vitest run --reporter=default --reporter=json \

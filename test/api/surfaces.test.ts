@@ -23,6 +23,8 @@ describe('API surfaces', () => {
       '/v1/completions': ['text_completion', true, true, true, undefined, undefined, false],
       '/v1/responses': ['chat', false, false, true, 'responses', 'responses', false],
       '/v1/embeddings': ['embeddings', false, false, true, 'embeddings', undefined, false],
+      '/v1/messages': ['chat', false, true, true, 'messages', undefined, false],
+      '/v1/messages/count_tokens': ['chat', false, false, false, undefined, undefined, false],
     });
   });
 

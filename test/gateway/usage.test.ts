@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { UsageChunkFilter } from '../../src/gateway/pipeline/usage-chunk-filter.js';
-import { usageFromBytes, usageFromText, usageOf } from '../../src/gateway/pipeline/usage.js';
+import {
+  messagesStreamUsage,
+  usageFromBytes,
+  usageFromText,
+  usageOf,
+} from '../../src/gateway/pipeline/usage.js';
 import { split } from '../helpers/chunks.js';
 
 const text = (value: unknown, space?: number) => JSON.stringify(value, null, space);
@@ -19,7 +24,7 @@ describe('usageFromText: the usage a response reports, without parsing the respo
         prompt_tokens_details: { cached_tokens: 8 },
       },
     };
-    const expected = { prompt: 12, completion: 30, reasoning: 20, cachedPrompt: 8 };
+    const expected = { prompt: 12, completion: 30, reasoning: 20, cachedPrompt: 8, cacheWrite: 0 };
     expect(usageFromText(text(body))).toEqual(expected);
     // Python servers write spaces after separators.
     expect(usageFromText(text(body, 2))).toEqual(expected);
@@ -45,6 +50,7 @@ describe('usageFromText: the usage a response reports, without parsing the respo
       completion: 9,
       reasoning: 4,
       cachedPrompt: 2,
+      cacheWrite: 0,
     });
   });
 
@@ -53,12 +59,19 @@ describe('usageFromText: the usage a response reports, without parsing the respo
       `data: ${text({ choices: [{ delta: { content: 'a' } }], usage: null })}\n\n` +
       `data: ${text({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } })}\n\n` +
       `data: ${text({ choices: [{ delta: {} }], usage: null })}\n\ndata: [DONE]\n\n`;
-    expect(usageFromText(chunks)).toEqual({ prompt: 3, completion: 1, reasoning: 0, cachedPrompt: 0 });
+    expect(usageFromText(chunks)).toEqual({
+      prompt: 3,
+      completion: 1,
+      reasoning: 0,
+      cachedPrompt: 0,
+      cacheWrite: 0,
+    });
     expect(usageFromText(text({ data: [], usage: { prompt_tokens: 7, total_tokens: 7 } }))).toEqual({
       prompt: 7,
       completion: 0,
       reasoning: 0,
       cachedPrompt: 0,
+      cacheWrite: 0,
     });
   });
 
@@ -166,6 +179,7 @@ describe('usageFromBytes: counts read in place, anything else parsed', () => {
       completion: 9,
       reasoning: 3,
       cachedPrompt: 0,
+      cacheWrite: 0,
     });
     const twice = '{"usage":{"prompt_tokens":5,"completion_tokens":1},"choices":[{"usage":null}]}';
     expect(usageFromBytes(Buffer.from(twice))).toEqual({
@@ -173,7 +187,35 @@ describe('usageFromBytes: counts read in place, anything else parsed', () => {
       completion: 1,
       reasoning: 0,
       cachedPrompt: 0,
+      cacheWrite: 0,
     });
+  });
+});
+
+describe("Anthropic's usage", () => {
+  it('counts cache reads and writes beside input_tokens, added to the prompt', () => {
+    const body =
+      '{"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":7}}';
+    const expected = { prompt: 115, completion: 7, reasoning: 0, cachedPrompt: 100, cacheWrite: 5 };
+    expect(usageFromBytes(Buffer.from(body))).toEqual(expected);
+    expect(usageFromText(body)).toEqual(expected);
+  });
+
+  it('takes the prompt from message_start and the output from the last message_delta', () => {
+    const start =
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":20,"cache_read_input_tokens":64,"output_tokens":1}}}\n\n';
+    const end =
+      'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":42}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n';
+    expect(messagesStreamUsage(start, end)).toEqual({
+      prompt: 84,
+      completion: 42,
+      reasoning: 0,
+      cachedPrompt: 64,
+      cacheWrite: 0,
+    });
+    // A stream cut before its message_delta still counts its prompt.
+    expect(messagesStreamUsage(start, start)?.prompt).toBe(84);
+    expect(messagesStreamUsage(undefined, 'event: ping\ndata: {"type":"ping"}\n\n')).toBeUndefined();
   });
 });
 

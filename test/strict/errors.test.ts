@@ -3,13 +3,13 @@ import {
   STRICT_STATUS_TABLE,
   describeStatus,
   embeddedErrorEvent,
-  embeddedErrorStatus,
   maskUpstreamStatus,
   standaloneEmbeddedError,
   standaloneEmbeddedErrorEvent,
   standaloneUpstreamErrorBody,
   standardErrorBody,
 } from '../../src/gateway/strict/errors.js';
+import { embeddedErrorStatus } from '../../src/gateway/api/embedded-error.js';
 import { SPEC_STATUS_TABLE, standardFor } from '../fixtures/strict-errors.js';
 
 /** The data of one SSE event as JSON. */

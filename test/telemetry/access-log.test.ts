@@ -20,6 +20,7 @@ const entry: AccessLogEntry = {
   completionTokens: null,
   reasoningTokens: null,
   cachedPromptTokens: null,
+  cacheWriteTokens: null,
   account: null,
   key: 'alice',
   traffic: 'realtime',

@@ -1,3 +1,4 @@
+import { anthropicErrorStatus } from './anthropic-error-status.js';
 import type { ApiSurface } from './surfaces.js';
 
 /**
@@ -29,10 +30,59 @@ export function embeddedError(value: unknown): unknown {
  * whose error is the event itself or its response's `error`.
  */
 export function eventError(surface: ApiSurface | undefined, value: unknown): unknown {
+  if (surface?.errorShape === 'anthropic') return anthropicError(value);
   const embedded = embeddedError(value);
   if (embedded !== undefined || surface === undefined || surface.failureEventTypes.length === 0)
     return embedded;
   const event = value as { readonly type?: unknown; readonly response?: { readonly error?: unknown } } | null;
   if (typeof event?.type !== 'string' || !surface.failureEventTypes.includes(event.type)) return undefined;
   return event.response?.error ?? event;
+}
+
+/**
+ * The error of an Anthropic event or body (`{"type": "error", "error": {"type", "message"}}`), with
+ * the status its type stands for as its `code` (the one field every reader of an embedded error
+ * reads), or undefined for anything else.
+ */
+function anthropicError(value: unknown): unknown {
+  const event = value as { readonly type?: unknown; readonly error?: unknown } | null;
+  if (typeof event !== 'object' || event === null || event.type !== 'error') return undefined;
+  const error = typeof event.error === 'object' && event.error !== null ? event.error : {};
+  return { ...error, code: anthropicErrorStatus((error as { readonly type?: unknown }).type) };
+}
+
+const RATE_LIMIT_NAMES: ReadonlySet<string> = new Set([
+  'rate_limit',
+  'rate_limit_error',
+  'rate_limit_exceeded',
+]);
+const NUMERIC = /^\s*\d+\s*$/;
+
+/**
+ * The status an embedded `error.code` stands for (spec 7.2), before masking: a number or a numeric
+ * string is the status itself; the rate-limit names are 429; any other name is 500. A number that
+ * is not an error status (outside 400-599, or not an integer) and a missing code are 500: the
+ * upstream reported an error without a usable status, which is a server-side failure.
+ */
+export function embeddedErrorStatus(code: unknown): number {
+  let status: number | undefined;
+  if (typeof code === 'number') status = code;
+  else if (typeof code === 'string') {
+    if (NUMERIC.test(code)) status = Number(code);
+    else return RATE_LIMIT_NAMES.has(code.trim().toLowerCase()) ? 429 : 500;
+  }
+  if (status === undefined || !Number.isInteger(status) || status < 400 || status > 599) return 500;
+  return status;
+}
+
+/** The `code` of an embedded `error` value, which providers send as an object (or, rarely, a string). */
+function embeddedCode(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && !Array.isArray(error)
+    ? (error as { code?: unknown }).code
+    : undefined;
+}
+
+/** The status an embedded `error` value stands for, unmasked (trusted providers, standalone). */
+export function embeddedStatus(error: unknown): number {
+  return embeddedErrorStatus(embeddedCode(error));
 }

@@ -5,10 +5,13 @@
  * (`RequestContext.surface`) instead of naming paths; a path is spelled here and nowhere else.
  */
 /** The endpoints strict mode validates and serves (spec 4.5); others are 404 there. */
-export type StrictEndpoint = 'chat_completions' | 'embeddings' | 'responses';
+export type StrictEndpoint = 'chat_completions' | 'embeddings' | 'responses' | 'messages';
 
 /** The surfaces whose reasoning controls a configuration can translate (spec 2.6). */
 export type ReasoningSurfaceName = 'chat_completions' | 'responses';
+
+/** The wire format a provider speaks (`api` in the configuration). */
+export type ProviderApi = 'openai' | 'anthropic';
 
 /** `gen_ai.operation.name` of an inference call on the surface (OpenTelemetry GenAI conventions). */
 export type GenAiOperation = 'chat' | 'text_completion' | 'embeddings';
@@ -48,6 +51,22 @@ export interface ApiSurface {
    * first-token deadline's end); undefined: the first data frame.
    */
   readonly firstTokenEvent: string | undefined;
+  /**
+   * The event `type` that opens a stream with the prompt's usage (the rest comes at the end);
+   * undefined: a stream reports its usage at its end only.
+   */
+  readonly usageStartEvent: string | undefined;
+  /**
+   * The `api` a provider speaks to be sent this surface's requests unchanged; a provider that
+   * speaks another gets them translated to chat completions (and the answers translated back).
+   * Undefined: every provider gets them unchanged.
+   */
+  readonly nativeApi: ProviderApi | undefined;
+  /**
+   * Answered by the gateway itself when a provider of the route does not speak `nativeApi`
+   * (`token_count`: an estimate of the input tokens), instead of a translation.
+   */
+  readonly localAnswer: 'token_count' | undefined;
   /** The shape of its error bodies and error events: OpenAI's `{error: {...}}` or Anthropic's `{type: "error", error: {...}}`. */
   readonly errorShape: 'openai' | 'anthropic';
 }
@@ -67,6 +86,9 @@ export const CHAT_COMPLETIONS: ApiSurface = Object.freeze({
   sanitizable: true,
   failureEventTypes: [],
   firstTokenEvent: undefined,
+  usageStartEvent: undefined,
+  nativeApi: undefined,
+  localAnswer: undefined,
   errorShape: 'openai',
 });
 
@@ -82,6 +104,9 @@ export const COMPLETIONS: ApiSurface = Object.freeze({
   sanitizable: false,
   failureEventTypes: [],
   firstTokenEvent: undefined,
+  usageStartEvent: undefined,
+  nativeApi: undefined,
+  localAnswer: undefined,
   errorShape: 'openai',
 });
 
@@ -99,6 +124,9 @@ export const RESPONSES: ApiSurface = Object.freeze({
   sanitizable: false,
   failureEventTypes: ['error', 'response.failed'],
   firstTokenEvent: undefined,
+  usageStartEvent: undefined,
+  nativeApi: undefined,
+  localAnswer: undefined,
   errorShape: 'openai',
 });
 
@@ -114,7 +142,53 @@ export const EMBEDDINGS: ApiSurface = Object.freeze({
   sanitizable: false,
   failureEventTypes: [],
   firstTokenEvent: undefined,
+  usageStartEvent: undefined,
+  nativeApi: undefined,
+  localAnswer: undefined,
   errorShape: 'openai',
+});
+
+/** `message_stop`, then only line ends and comments (keep-alives). */
+const MESSAGE_STOP_AT_END =
+  /(?:^|\n)data: ?\{[^\n]*"type" ?: ?"message_stop"[^\n]*\}[ \t\r]*(?:\n(?::[^\r\n]*)?|[ \t\r])*$/;
+
+/** Anthropic's Messages API: typed events, ended by `message_stop`; usage starts in `message_start`. */
+export const MESSAGES: ApiSurface = Object.freeze({
+  path: '/v1/messages',
+  operation: 'chat',
+  streamOptions: false,
+  streamEnd: MESSAGE_STOP_AT_END,
+  cutAfterErrorEvent: false,
+  reportsUsage: true,
+  strict: 'messages',
+  reasoning: undefined,
+  sanitizable: false,
+  failureEventTypes: ['error'],
+  firstTokenEvent: 'content_block_delta',
+  usageStartEvent: 'message_start',
+  nativeApi: 'anthropic',
+  localAnswer: undefined,
+  errorShape: 'anthropic',
+});
+
+/** The Messages API's token count: passed to providers that speak it, else estimated by the gateway. */
+export const COUNT_TOKENS: ApiSurface = Object.freeze({
+  path: '/v1/messages/count_tokens',
+  operation: 'chat',
+  streamOptions: false,
+  streamEnd: undefined,
+  cutAfterErrorEvent: false,
+  reportsUsage: false,
+  // Strict mode serves what it can validate; a count request has no schema of its own there.
+  strict: undefined,
+  reasoning: undefined,
+  sanitizable: false,
+  failureEventTypes: ['error'],
+  firstTokenEvent: undefined,
+  usageStartEvent: undefined,
+  nativeApi: 'anthropic',
+  localAnswer: 'token_count',
+  errorShape: 'anthropic',
 });
 
 export const SURFACES: readonly ApiSurface[] = Object.freeze([
@@ -122,6 +196,8 @@ export const SURFACES: readonly ApiSurface[] = Object.freeze([
   COMPLETIONS,
   RESPONSES,
   EMBEDDINGS,
+  MESSAGES,
+  COUNT_TOKENS,
 ]);
 
 /** The model list, answered by the gateway itself (spec 4.1), not proxied. */

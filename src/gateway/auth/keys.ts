@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { hash, timingSafeEqual } from 'node:crypto';
 
 /*
@@ -153,6 +154,18 @@ export class TargetAuth {
 /** Authenticates one request against a target's key set (spec 5 rules 1-3). */
 export function authenticate(target: TargetAuth, authorization: string | undefined): AuthResult {
   return target.authenticate(authorization);
+}
+
+/**
+ * The credential a request presents, as an `Authorization` value: its own, else the key in
+ * `x-api-key` (the Anthropic clients' header) as a bearer token. `Authorization` wins when both are
+ * sent.
+ */
+export function presentedAuthorization(headers: IncomingHttpHeaders): string | undefined {
+  const authorization = headers.authorization;
+  if (authorization !== undefined) return authorization;
+  const apiKey = headers['x-api-key'];
+  return typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined;
 }
 
 /**

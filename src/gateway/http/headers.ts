@@ -17,7 +17,9 @@ const HOP_BY_HOP = new Set([
 const REQUEST_CONSUMED = [
   'host',
   'content-length',
-  'authorization', // the client's key never reaches a provider
+  // The client's key never reaches a provider, in either header a client may send it in.
+  'authorization',
+  'x-api-key',
   'model-override',
   'expect',
 ];

@@ -23,6 +23,14 @@ export const LIMIT_HEADER_NAMES = [
   'x-ratelimit-reset-tokens',
 ] as const;
 
+/**
+ * The rate-limit headers of a provider that speaks Anthropic's Messages API: its account's limits,
+ * dropped like the `x-ratelimit-*` ones when the gateway reports its own.
+ */
+export const ANTHROPIC_LIMIT_HEADER_NAMES = ['requests', 'tokens', 'input-tokens', 'output-tokens'].flatMap(
+  (kind) => ['limit', 'remaining', 'reset'].map((field) => `anthropic-ratelimit-${kind}-${field}`),
+);
+
 /** One kind of limit (requests or tokens): the tightest seen so far. */
 class Tightest {
   capacity = 0;

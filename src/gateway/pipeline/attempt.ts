@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { AttemptProbe } from '../balance/aimd.js';
 import type { AttemptHealth } from '../balance/outliers.js';
+import { CHAT_COMPLETIONS } from '../api/surfaces.js';
 import type { ProviderRoute } from '../runtime/table.js';
 import { forwardRequestHeaders, requestHeaderDrop } from '../http/headers.js';
 import { upstreamPath, type UpstreamClient } from '../http/upstream.js';
@@ -26,31 +27,46 @@ import {
 
 const BODYLESS_METHODS = new Set(['GET', 'HEAD']);
 
+/** The Messages API's version and beta headers: meaningless to a chat-completions provider. */
+const ANTHROPIC_HEADERS = ['anthropic-version', 'anthropic-beta'];
+
 /**
  * Request headers not forwarded, by what the attempt allows: a provider that may not see the trace
  * context gets none of the client's trace headers; a response the gateway must read (sanitize,
- * inspect) has to arrive uncompressed, so `accept-encoding` is not forwarded for it.
+ * inspect, translate) has to arrive uncompressed, so `accept-encoding` is not forwarded for it.
  */
 const HEADER_DROP = {
   raw: requestHeaderDrop([]),
   rawNoTrace: requestHeaderDrop(TRACE_CONTEXT_HEADERS),
   read: requestHeaderDrop(['accept-encoding']),
   readNoTrace: requestHeaderDrop(['accept-encoding', ...TRACE_CONTEXT_HEADERS]),
+  translated: requestHeaderDrop(['accept-encoding', ...ANTHROPIC_HEADERS]),
+  translatedNoTrace: requestHeaderDrop(['accept-encoding', ...ANTHROPIC_HEADERS, ...TRACE_CONTEXT_HEADERS]),
 } as const;
 
 function headerDropFor(attempt: Attempt): ReadonlySet<string> {
   const propagate = attempt.provider.propagateTraceContext;
   if (attempt.mode.kind === 'raw') return propagate ? HEADER_DROP.raw : HEADER_DROP.rawNoTrace;
+  if (attempt.mode.kind === 'translated')
+    return propagate ? HEADER_DROP.translated : HEADER_DROP.translatedNoTrace;
   return propagate ? HEADER_DROP.read : HEADER_DROP.readNoTrace;
 }
 
 /**
- * The body to send to a provider: the client's bytes unchanged, unless the provider translates the
+ * The body to send to a provider: the translated request for a provider that does not speak the
+ * request's surface; else the client's bytes unchanged, unless the provider translates the
  * reasoning effort (spec 2.6) or has a `gateway_model` (spec 4.4 rule 3); then the parsed body,
  * rewritten for this provider only (copy-on-write), is re-serialized.
  */
 export function bodyFor(ctx: RequestContext, provider: ProviderRoute): Buffer | undefined {
   if (ctx.body.length === 0) return undefined;
+  const translation = ctx.translation;
+  if (translation !== undefined && provider.api !== ctx.surface!.nativeApi) {
+    const body = translation.body;
+    return Buffer.from(
+      JSON.stringify(provider.gatewayModel === undefined ? body : { ...body, model: provider.gatewayModel }),
+    );
+  }
   const json = ctx.reasoning && ctx.json ? applyReasoning(ctx.reasoning, provider.index, ctx.json) : ctx.json;
   if (json === undefined || (json === ctx.json && provider.gatewayModel === undefined && !ctx.usageInjected))
     return ctx.body;
@@ -450,7 +466,10 @@ export function send(
     exchange = upstream.send(
       {
         origin: provider.endpoint.origin,
-        path: upstreamPath(provider.endpoint, ctx.req.url ?? '/'),
+        path: upstreamPath(
+          provider.endpoint,
+          attempt.mode.kind === 'translated' ? CHAT_COMPLETIONS.path : (ctx.req.url ?? '/'),
+        ),
         method: method as Dispatcher.HttpMethod,
         headers,
         body: BODYLESS_METHODS.has(method) ? null : (body ?? null),

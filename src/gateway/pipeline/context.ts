@@ -16,6 +16,18 @@ export interface AbandonListener {
   abandoned(): void;
 }
 
+/** A request translated for providers that do not speak its surface, made once before any attempt. */
+export interface Translation {
+  /** The chat completions request sent to such a provider (its `gateway_model` applied per attempt). */
+  readonly body: Record<string, unknown>;
+  /** Fields of the client's request a chat provider cannot honour, dropped (named in a response header). */
+  readonly dropped: string;
+  /** The model the client named, written into the translated answer. */
+  readonly model: string;
+  /** The request's stop sequences, to say which one stopped the answer. */
+  readonly stopSequences: readonly string[] | undefined;
+}
+
 /** The body of a request before it is read (shared: it is never written to). */
 const NO_BODY = Buffer.alloc(0);
 
@@ -50,6 +62,8 @@ export class RequestContext {
   bodyParsed = false;
   /** In strict mode, the supported endpoint the path names (spec 4.5). */
   strictEndpoint: StrictEndpoint | undefined;
+  /** The request translated for providers that do not speak its surface (`translation.ts`). */
+  translation: Translation | undefined;
   /** The reasoning plan decided before any attempt (spec 2.6), applied per provider. */
   reasoning: ReasoningPlan | undefined;
   /** The request's server span (a no-op span when tracing is off). */

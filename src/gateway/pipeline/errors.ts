@@ -1,5 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { errorJson } from '../../lib/errors.js';
+import { anthropicErrorBody } from '../anthropic/errors.js';
+import type { ApiSurface } from '../api/surfaces.js';
 import type { Refusal } from '../limits/types.js';
 import { STRICT_STATUS_TABLE } from '../strict/index.js';
 import type { RequestOutcome } from './outcome.js';
@@ -175,7 +177,7 @@ export function inResponseMode(error: GatewayError, strictMode: boolean): Gatewa
 }
 
 /**
- * Writes a gateway error as the standard error object with an exact Content-Length, carrying the
+ * Writes a gateway error as the standard error object (in the request surface's shape) with an exact Content-Length, carrying the
  * request's id when it has one and the request's rate-limit headers when it has them.
  */
 export function writeGatewayError(
@@ -183,12 +185,17 @@ export function writeGatewayError(
   error: GatewayError,
   requestId?: string,
   limitHeaders?: OutgoingHttpHeaders,
+  shape: ApiSurface['errorShape'] = 'openai',
 ): void {
   if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
   }
-  const body = errorJson(error.message, error.type, error.code, error.param);
+  // Anthropic's shape has a type by status and a message: the gateway's code stays in its logs.
+  const body =
+    shape === 'anthropic'
+      ? JSON.stringify(anthropicErrorBody(error.status, error.message))
+      : errorJson(error.message, error.type, error.code, error.param);
   const headers: OutgoingHttpHeaders = {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),

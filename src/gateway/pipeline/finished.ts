@@ -42,12 +42,15 @@ export function recordFinished(
       counts.completion += usage.completion;
       counts.reasoning += usage.reasoning;
       counts.cachedPrompt += usage.cachedPrompt;
+      counts.cacheWrite += usage.cacheWrite;
       const price = served.pricing;
       if (price !== undefined) {
-        const uncached = usage.prompt - Math.min(usage.cachedPrompt, usage.prompt);
+        const cached = Math.min(usage.cachedPrompt, usage.prompt);
+        const written = Math.min(usage.cacheWrite, usage.prompt - cached);
         counts.cost +=
-          (uncached * price.prompt +
-            (usage.prompt - uncached) * price.cachedPrompt +
+          ((usage.prompt - cached - written) * price.prompt +
+            cached * price.cachedPrompt +
+            written * price.cacheWrite +
             usage.completion * price.completion) /
           1_000_000;
       }
@@ -74,6 +77,7 @@ export function recordFinished(
     completionTokens: usage?.completion ?? null,
     reasoningTokens: usage?.reasoning ?? null,
     cachedPromptTokens: usage?.cachedPrompt ?? null,
+    cacheWriteTokens: usage?.cacheWrite ?? null,
     account: ctx.identity?.account ?? null,
     key: ctx.identity?.definitionName ?? null,
     traffic: ctx.traffic,

@@ -28,6 +28,7 @@ import { isAdminPath } from './no-alias.js';
 import { resolveAlias } from './resolve.js';
 import { runStrictChecks } from './strict-checks.js';
 import { planRequestReasoning } from './reasoning.js';
+import { planTranslation } from './translation.js';
 import { endServerSpan, setRequestInfo, startServerSpan } from '../telemetry/tracing.js';
 import { MODELS_PATH } from '../api/surfaces.js';
 import { standardErrorBody } from '../strict/index.js';
@@ -124,6 +125,7 @@ function failUnexpectedly(
       inResponseMode(gatewayErrors.internal(), deps.runtime()?.strictMode ?? false),
       ctx?.requestId,
       ctx?.limitHeaders,
+      ctx?.surface?.errorShape,
     );
   } else {
     res.destroy();
@@ -224,6 +226,9 @@ function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal |
     }
     const unreasonable = planRequestReasoning(ctx);
     if (unreasonable) return reject(ctx, unreasonable, deps);
+    const translated = planTranslation(ctx);
+    if (translated === 'answered') return;
+    if (translated) return reject(ctx, translated, deps);
 
     if (ctx.countInflight()) deps.metrics.inflightOf.get(ctx.modelLabel).inc();
     runAttempts(ctx, deps.attempts);
@@ -240,7 +245,7 @@ function reject(ctx: RequestContext, made: GatewayError, deps: HandlerDeps): voi
   if (ctx.isClosed) return;
   const error = inResponseMode(made, ctx.table.strictMode);
   ctx.endedAs(error.outcome);
-  writeGatewayError(ctx.res, error, ctx.requestId, ctx.limitHeaders);
+  writeGatewayError(ctx.res, error, ctx.requestId, ctx.limitHeaders, ctx.surface?.errorShape);
   if (error.outcome !== 'rejected') return;
   deps.metrics.rejections.inc({
     model: ctx.modelLabel,

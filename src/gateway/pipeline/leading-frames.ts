@@ -54,12 +54,18 @@ export class RawLeadingFrames implements LeadingFrames {
       this.state = 'done';
       return;
     }
-    const error = eventError(this.#surface, parseJsonSafe(event.data));
+    const value = parseJsonSafe(event.data);
+    const error = eventError(this.#surface, value);
     if (error !== undefined) {
       this.leadingError = { upstreamStatus: embeddedStatus(error) };
       this.state = 'error_event';
       return;
     }
+    // Where the surface names the event that carries the first token, the events before it (a
+    // Messages stream's `message_start`, `content_block_start`, `ping`) are held with the head.
+    const firstToken = this.#surface?.firstTokenEvent;
+    if (firstToken !== undefined && (value as { readonly type?: unknown } | undefined)?.type !== firstToken)
+      return;
     this.#firstInPush = true;
   }
 }

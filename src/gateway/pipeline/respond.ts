@@ -13,6 +13,10 @@ import {
   strictJsonResponse,
 } from '../strict/index.js';
 import { recordResponseSummary } from '../telemetry/tracing.js';
+import { anthropicErrorBody, fromOpenAiError, type AnthropicErrorBody } from '../anthropic/errors.js';
+import { chatToMessages } from '../anthropic/response.js';
+import { ChatToMessagesStream } from '../anthropic/stream.js';
+import { CHAT_COMPLETIONS } from '../api/surfaces.js';
 import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
 import { RawLeadingFrames, parseJsonSafe, type LeadingFrames } from './leading-frames.js';
@@ -30,6 +34,7 @@ import {
   pumpTransformed,
   startTransformedStream,
   writeCommittedHead,
+  type ReEmittedStream,
 } from './write-response.js';
 
 export interface RespondDeps extends AttemptDeps {
@@ -69,8 +74,7 @@ export function respond(
       return;
     }
     attempt.commit();
-    writeErrorStatus(ctx, attempt, response, deps);
-    return;
+    return writeErrorStatus(ctx, attempt, response, deps);
   }
   const raw = attempt.mode.kind === 'raw';
   const contentType = response.headers['content-type'];
@@ -108,13 +112,15 @@ function writeErrorStatus(
   attempt: Attempt,
   response: UpstreamResponse,
   deps: RespondDeps,
-): void {
+): MaybePromise<void> {
   const status = response.statusCode;
   const mode = attempt.mode;
   if (mode.kind === 'raw') {
     passThrough(ctx, attempt, response, [], deps);
     return;
   }
+  if (mode.kind === 'translated')
+    return answerTranslatedError(ctx, attempt, response, mode.strict && !mode.trusted);
   if (mode.kind === 'strict') {
     const outcome = standardizeUpstreamError(status, mode.trusted);
     if (outcome.kind === 'passthrough') {
@@ -153,6 +159,10 @@ async function respondBody(
     return;
   }
   const bytes = read.bytes;
+  if (mode.kind === 'translated') {
+    translatedBody(ctx, attempt, response, bytes, mode.strict && !mode.trusted);
+    return;
+  }
   const recording = attempt.span.isRecording();
   const raw = mode.kind === 'raw';
   // Parsed here, at most once, for the span or for a raw body that can carry an error at all
@@ -215,23 +225,16 @@ async function respondStream(
   deps: RespondDeps,
 ): Promise<void> {
   const mode = attempt.mode;
-  const frames: LeadingFrames =
-    mode.kind === 'raw'
-      ? new RawLeadingFrames(deps.sseBufferLimit, ctx.surface)
-      : new SseSanitizeTransform({
-          alias: ctx.route!.key,
-          mode: mode.kind,
-          trusted: mode.kind === 'strict' ? mode.trusted : false,
-          maxPendingBytes: deps.sseBufferLimit,
-          dropUsageChunk: ctx.usageInjected,
-        });
+  const frames = leadingFramesFor(ctx, mode, deps.sseBufferLimit);
   const held: (string | Buffer)[] = [];
-  const served = new ServedStream(ctx.surface);
+  // The provider's bytes, in its framing (chat completions, for a translated stream).
+  const served = new ServedStream(mode.kind === 'translated' ? CHAT_COMPLETIONS : ctx.surface);
   const stop = await readUntil(response, (chunk) => {
     served.push(chunk);
     const step = frames.push(chunk);
     if (step.output.length > 0) held.push(step.output);
-    if (step.firstDataFrame && mode.kind === 'strict') attempt.probe?.firstToken(attempt.elapsedMs());
+    if (step.firstDataFrame && (mode.kind === 'strict' || mode.kind === 'translated'))
+      attempt.probe?.firstToken(attempt.elapsedMs());
     return step.state !== 'open' || step.firstDataFrame;
   });
   if (stop.kind === 'failed') {
@@ -251,7 +254,7 @@ async function respondStream(
   }
   attempt.commit();
 
-  if (frames instanceof SseSanitizeTransform) {
+  if (!(frames instanceof RawLeadingFrames)) {
     startTransformedStream(ctx, attempt, response.statusCode, response.headers, held.join(''));
     pumpTransformed(ctx, attempt, response, frames, stop.kind === 'ended', deps, served);
     return;
@@ -265,6 +268,107 @@ async function respondStream(
     return;
   }
   passThrough(ctx, attempt, response, held as Buffer[], deps, served);
+}
+
+/** The reader of a stream up to its commit point, by how the attempt's response reaches the client. */
+function leadingFramesFor(
+  ctx: RequestContext,
+  mode: Attempt['mode'],
+  sseBufferLimit: number,
+): RawLeadingFrames | (LeadingFrames & ReEmittedStream) {
+  switch (mode.kind) {
+    case 'raw':
+      return new RawLeadingFrames(sseBufferLimit, ctx.surface);
+    case 'translated':
+      return new ChatToMessagesStream({
+        model: ctx.translation!.model,
+        stopSequences: ctx.translation!.stopSequences,
+        maxPendingBytes: sseBufferLimit,
+      });
+    case 'strict':
+    case 'standalone':
+      return new SseSanitizeTransform({
+        alias: ctx.route!.key,
+        mode: mode.kind,
+        trusted: mode.kind === 'strict' ? mode.trusted : false,
+        maxPendingBytes: sseBufferLimit,
+        dropUsageChunk: ctx.usageInjected,
+      });
+  }
+}
+
+/**
+ * A translated request's non-streamed answer, read whole: an error inside the 200 is failed over or
+ * answered in the client surface's shape; a chat completion is answered translated, or with a 502
+ * when it cannot be (a tool call whose arguments are not a JSON object is never sent as `{}`).
+ */
+function translatedBody(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  bytes: Buffer,
+  masked: boolean,
+): void {
+  const value = parseJsonSafe(bytes.toString('utf8'));
+  const error = embeddedError(value);
+  if (error !== undefined) {
+    const status = embeddedStatus(error);
+    if (abandonedForEmbeddedError(attempt, response, status)) return;
+    ctx.endedAs('upstream_error');
+    attempt.commit();
+    answerJson(ctx, attempt, status, undefined, JSON.stringify(translatedError(status, { error }, masked)));
+    return;
+  }
+  attempt.commit();
+  bodyServed(ctx, bytes);
+  const translation = ctx.translation!;
+  const translated = chatToMessages(value, translation.model, translation.stopSequences);
+  if (translated.ok) {
+    answerJson(ctx, attempt, response.statusCode, response.headers, JSON.stringify(translated.body));
+    return;
+  }
+  ctx.endedAs('upstream_error');
+  answerJson(
+    ctx,
+    attempt,
+    INVALID_UPSTREAM_STATUS,
+    undefined,
+    JSON.stringify(
+      anthropicErrorBody(
+        INVALID_UPSTREAM_STATUS,
+        `The provider's answer cannot be translated: ${translated.message}`,
+      ),
+    ),
+  );
+}
+
+/** Largest error body of a chat provider read to translate its message. */
+const MAX_TRANSLATED_ERROR_BYTES = 64 * 1024;
+
+/**
+ * A chat provider's error answer (not failed over), in the client surface's shape: its status, and
+ * its message unless strict mode keeps an untrusted provider's words from the client.
+ */
+async function answerTranslatedError(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  masked: boolean,
+): Promise<void> {
+  const status = response.statusCode;
+  const read = await readWhole(response, MAX_TRANSLATED_ERROR_BYTES);
+  if (read.kind === 'too_large') response.discard();
+  const value = read.kind === 'complete' ? parseJsonSafe(read.bytes.toString('utf8')) : undefined;
+  answerJson(ctx, attempt, status, undefined, JSON.stringify(translatedError(status, value, masked)));
+}
+
+/** A chat provider's error value in Anthropic's shape; masked: a message that says only the status's kind. */
+function translatedError(status: number, value: unknown, masked: boolean): AnthropicErrorBody {
+  return masked ? anthropicErrorBody(status, maskedMessage(status)) : fromOpenAiError(status, value);
+}
+
+function maskedMessage(status: number): string {
+  return status >= 500 ? 'The upstream provider failed.' : 'The upstream provider rejected the request.';
 }
 
 /** A body read whole and committed: its end, and the usage it reported. */

@@ -2,7 +2,7 @@ import { dataLinesOf } from '../../lib/sse.js';
 import { embeddedError, eventError } from '../api/embedded-error.js';
 import type { ApiSurface } from '../api/surfaces.js';
 import { parseJsonSafe } from './leading-frames.js';
-import { usageFromBytes, usageFromText, type TokenUsage } from './usage.js';
+import { messagesStreamUsage, usageFromBytes, usageFromText, type TokenUsage } from './usage.js';
 
 /**
  * What a body passed through unchanged carried, read as it flows past without holding it up: an
@@ -29,10 +29,17 @@ export class ServedStream {
   firstDataAt: number | undefined;
 
   readonly #surface: ApiSurface | undefined;
+  /** The bytes of the surface's first-token event type; undefined: any data frame is the first token. */
+  readonly #firstToken: Buffer | undefined;
+  /** The bytes of the surface's usage-opening event type, and the chunk that carried it. */
+  readonly #usageStart: Buffer | undefined;
+  #startChunk: Buffer | undefined;
 
   /** Starts from the bytes already read before the body was handed over (the held prefix). */
   constructor(surface: ApiSurface | undefined, prefix: readonly Buffer[] = []) {
     this.#surface = surface;
+    this.#firstToken = typeMarker(surface?.firstTokenEvent);
+    this.#usageStart = typeMarker(surface?.usageStartEvent);
     for (const chunk of prefix) this.push(chunk);
   }
 
@@ -40,16 +47,25 @@ export class ServedStream {
     this.#beforePrevious = this.#previous;
     this.#previous = this.#last;
     this.#last = chunk;
-    if (this.firstDataAt === undefined && startsData(chunk)) this.firstDataAt = performance.now();
+    if (this.firstDataAt === undefined) {
+      const firstToken = this.#firstToken;
+      if (firstToken === undefined ? startsData(chunk) : chunk.includes(firstToken))
+        this.firstDataAt = performance.now();
+    }
+    if (this.#usageStart !== undefined && this.#startChunk === undefined && chunk.includes(this.#usageStart))
+      this.#startChunk = chunk;
     if (!this.#sawError && chunk.includes(ERROR_KEY))
       this.#sawError = hasErrorEvent(this.#surface, chunk.toString('utf8'));
   }
 
   /**
    * The usage the stream reported: the usage chunk comes last before `[DONE]` (chat and text
-   * completions) and is the last event's `response.usage` in the Responses API.
+   * completions), is the last event's `response.usage` in the Responses API, and is opened by
+   * `message_start` and completed by the last `message_delta` in the Messages API.
    */
   usage(): TokenUsage | undefined {
+    if (this.#usageStart !== undefined)
+      return messagesStreamUsage(this.#startChunk?.toString('utf8'), this.#text());
     return usageFromText(this.#text());
   }
 
@@ -93,6 +109,16 @@ export class ServedStream {
     // A last event split across the two chunks was not whole in either.
     return text.includes('"error"') && hasErrorEvent(this.#surface, text) ? 'error' : 'other';
   }
+}
+
+/** The quoted event type as it appears in an event's data (`"type": "<name>"` carries it). */
+const TYPE_MARKERS = new Map<string, Buffer>();
+
+function typeMarker(type: string | undefined): Buffer | undefined {
+  if (type === undefined) return undefined;
+  let marker = TYPE_MARKERS.get(type);
+  if (marker === undefined) TYPE_MARKERS.set(type, (marker = Buffer.from(`"${type}"`)));
+  return marker;
 }
 
 const DATA_FIELD = Buffer.from('data:');

@@ -5,14 +5,17 @@
  * completions and embeddings count `prompt_tokens` / `completion_tokens` (details:
  * `completion_tokens_details.reasoning_tokens`, `prompt_tokens_details.cached_tokens`); the
  * Responses API counts `input_tokens` / `output_tokens` (`output_tokens_details.reasoning_tokens`,
- * `input_tokens_details.cached_tokens`). Reasoning tokens are part of the completion tokens and
- * cached tokens part of the prompt tokens, as the providers count them.
+ * `input_tokens_details.cached_tokens`); Anthropic's Messages API counts `input_tokens` apart from
+ * `cache_read_input_tokens` and `cache_creation_input_tokens`, which are added to the prompt here.
+ * Reasoning tokens are part of the completion tokens and cached tokens part of the prompt tokens.
  */
 export interface TokenUsage {
   readonly prompt: number;
   readonly completion: number;
   readonly reasoning: number;
   readonly cachedPrompt: number;
+  /** Prompt tokens written to the provider's prompt cache (Anthropic's `cache_creation_input_tokens`). */
+  readonly cacheWrite: number;
 }
 
 const USAGE_KEY = '"usage"';
@@ -147,6 +150,8 @@ const USAGE_MEMBERS: ReadonlySet<string> = new Set([
   'output_tokens_details',
   'prompt_tokens_details',
   'input_tokens_details',
+  'cache_read_input_tokens',
+  'cache_creation_input_tokens',
 ]);
 const DETAIL_MEMBERS: ReadonlySet<string> = new Set(['reasoning_tokens', 'cached_tokens']);
 
@@ -191,12 +196,31 @@ export function usageOf(value: unknown): TokenUsage | undefined {
     Record<string, unknown> | null | undefined;
   const promptDetails = (usage.prompt_tokens_details ?? usage.input_tokens_details) as
     Record<string, unknown> | null | undefined;
+  // Anthropic counts cache reads and writes beside `input_tokens`, not within them.
+  const cacheRead = count(usage.cache_read_input_tokens) ?? 0;
+  const cacheWrite = count(usage.cache_creation_input_tokens) ?? 0;
   return {
-    prompt,
+    prompt: prompt + cacheRead + cacheWrite,
     completion: count(usage.completion_tokens) ?? count(usage.output_tokens) ?? 0,
     reasoning: count(completionDetails?.reasoning_tokens) ?? 0,
-    cachedPrompt: count(promptDetails?.cached_tokens) ?? 0,
+    cachedPrompt: (count(promptDetails?.cached_tokens) ?? 0) + cacheRead,
+    cacheWrite,
   };
+}
+
+/**
+ * A Messages stream's usage: `message_start` (in `startText`, the chunk that carried it) counts the
+ * prompt, the last `message_delta` (the last usage in `tailText`, the stream's end) the output and,
+ * from newer providers, the prompt again: counts the delta repeats win.
+ */
+export function messagesStreamUsage(startText: string | undefined, tailText: string): TokenUsage | undefined {
+  const startAt = startText?.indexOf(USAGE_KEY, Math.max(0, startText.indexOf('"message_start"'))) ?? -1;
+  const start = startAt < 0 ? undefined : objectAfterKey(startText!, startAt + USAGE_KEY.length);
+  const deltaAt = tailText.lastIndexOf(USAGE_KEY);
+  const delta = deltaAt < 0 ? undefined : objectAfterKey(tailText, deltaAt + USAGE_KEY.length);
+  if (typeof start !== 'object' || start === null) return usageOf(delta);
+  if (typeof delta !== 'object' || delta === null) return usageOf(start);
+  return usageOf({ ...start, ...delta });
 }
 
 function count(value: unknown): number | undefined {

@@ -2,13 +2,10 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders, isEventStream, isJson } from '../http/headers.js';
-import { LIMIT_HEADER_NAMES } from '../limits/limit-headers.js';
-import {
-  invalidUpstreamResponseEvent,
-  type SseEndStep,
-  type SseSanitizeTransform,
-  type SseStep,
-} from '../strict/index.js';
+import { ANTHROPIC_LIMIT_HEADER_NAMES, LIMIT_HEADER_NAMES } from '../limits/limit-headers.js';
+import { INVALID_UPSTREAM_STATUS, invalidUpstreamResponseEvent } from '../strict/index.js';
+import { anthropicErrorEvent } from '../anthropic/errors.js';
+import { CHAT_COMPLETIONS } from '../api/surfaces.js';
 import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
 import { ServedJson, ServedStream } from './served-body.js';
@@ -22,6 +19,9 @@ import { UsageChunkFilter } from './usage-chunk-filter.js';
  */
 
 type UpstreamHeaders = UpstreamResponse['headers'];
+
+/** Names the request fields a translation to chat completions dropped (`translation.ts`). */
+const TRANSLATION_DROPPED_HEADER = 'x-gateway-translation-dropped';
 
 /** The sentinel of a `data: [DONE]` line. */
 const DONE_TOKEN = Buffer.from('[DONE]');
@@ -67,12 +67,17 @@ export function writeCommittedHead(
     if (rewritten.contentType !== undefined) headers['content-type'] = rewritten.contentType;
     if (rewritten.length !== undefined) headers['content-length'] = rewritten.length;
   }
+  // What a translation dropped is said, never silent (fields a chat provider cannot honour).
+  if (attempt.mode.kind === 'translated' && ctx.translation!.dropped !== '')
+    headers[TRANSLATION_DROPPED_HEADER] = ctx.translation!.dropped;
   // The provider entry's configured response headers, then the gateway's rate-limit headers.
   for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
   const limitHeaders = ctx.limitHeaders;
   if (limitHeaders !== undefined) {
     // The client is told the gateway's limits, never half of them beside the provider's own.
     for (const name of LIMIT_HEADER_NAMES) delete headers[name];
+    if (ctx.surface?.nativeApi === 'anthropic')
+      for (const name of ANTHROPIC_LIMIT_HEADER_NAMES) delete headers[name];
     Object.assign(headers, limitHeaders);
   }
   ctx.res.writeHead(status, headers);
@@ -272,7 +277,9 @@ class ForwardToClient extends ClientBodyWriter {
   /** A passed-through stream ended as `end`: its usage and first token are recorded, and the ending carried out. */
   #endStream(served: ServedStream, end: StreamEnd): void {
     const ctx = this.ctx;
-    const ending = streamEnding(ctx.surface, this.attempt.mode.kind === 'strict' ? 'strict' : 'raw', end);
+    // A stream passed through in strict mode (a Messages answer of a provider that speaks the API)
+    // ends as strict mode ends a broken stream: with its error event.
+    const ending = streamEnding(ctx.surface, ctx.strictEndpoint === undefined ? 'raw' : 'strict', end);
     ctx.served?.bodyDone(served.firstDataAt, end === 'broken' ? undefined : served.usage());
     endStreamAs(ctx, this.attempt, ending);
   }
@@ -310,8 +317,31 @@ export function endStreamAs(ctx: RequestContext, attempt: Attempt, ending: Strea
 }
 
 /** The error event that tells a client of a re-emitted stream that the provider cut it short. */
-function brokenStreamEvent(_ctx: RequestContext): string {
-  return invalidUpstreamResponseEvent();
+function brokenStreamEvent(ctx: RequestContext): string {
+  return ctx.surface?.errorShape === 'anthropic' ? BROKEN_MESSAGES_STREAM : invalidUpstreamResponseEvent();
+}
+
+const BROKEN_MESSAGES_STREAM = anthropicErrorEvent(
+  INVALID_UPSTREAM_STATUS,
+  'The upstream provider ended the stream before it was complete.',
+);
+
+/**
+ * A stream the gateway re-emits (sanitized, or translated to the client's API): the provider's
+ * bytes in, the client's events out, and a state that says how the provider's stream ended.
+ */
+export interface ReEmittedStream {
+  push(chunk: Buffer): ReEmittedStep;
+  end(): ReEmittedStep;
+  readonly state: string;
+}
+
+export interface ReEmittedStep {
+  /** Text to write to the client now. */
+  readonly output: string;
+  /** `open`, a terminal state, or at the end `clean` (no end marker) or `incomplete` (inside an event). */
+  readonly state: 'open' | 'done' | 'error_event' | 'overflow' | 'clean' | 'incomplete';
+  readonly overflow?: { readonly pendingBytes: number; readonly limit: number };
 }
 
 /** The provider's body failed after the commit: counted and logged at warn (never its content). */
@@ -456,7 +486,7 @@ export function pumpTransformed(
   ctx: RequestContext,
   attempt: Attempt,
   response: UpstreamResponse,
-  transform: SseSanitizeTransform,
+  transform: ReEmittedStream,
   upstreamEnded: boolean,
   deps: AttemptDeps,
   served: ServedStream,
@@ -476,7 +506,7 @@ export function pumpTransformed(
  * undici's callback, with no stream or per-chunk closure in between (this runs once per event).
  */
 class TransformPump extends ClientBodyWriter {
-  readonly #transform: SseSanitizeTransform;
+  readonly #transform: ReEmittedStream;
   /** The provider's bytes as they arrive: its usage and first token (the transform judges the end). */
   readonly #served: ServedStream;
   #finished = false;
@@ -485,7 +515,7 @@ class TransformPump extends ClientBodyWriter {
     ctx: RequestContext,
     attempt: Attempt,
     response: UpstreamResponse,
-    transform: SseSanitizeTransform,
+    transform: ReEmittedStream,
     deps: AttemptDeps,
     served: ServedStream,
   ) {
@@ -518,7 +548,7 @@ class TransformPump extends ClientBodyWriter {
     this.attempt.release();
   }
 
-  #apply(step: SseStep | ReturnType<SseSanitizeTransform['end']>): void {
+  #apply(step: ReEmittedStep): void {
     if (this.#finished) return;
     if (step.output.length > 0) this.write(step.output);
     if (step.state === 'open') return;
@@ -534,11 +564,12 @@ class TransformPump extends ClientBodyWriter {
   #end(end: StreamEnd): void {
     this.#finished = true;
     const ctx = this.ctx;
-    const ending = streamEnding(
-      ctx.surface,
-      this.attempt.mode.kind === 'strict' ? 'strict' : 'standalone',
-      end,
-    );
+    const mode = this.attempt.mode.kind;
+    // A translated stream is judged in the provider's framing (chat completions).
+    const ending =
+      mode === 'translated'
+        ? streamEnding(CHAT_COMPLETIONS, 'translated', end)
+        : streamEnding(ctx.surface, mode === 'strict' ? 'strict' : 'standalone', end);
     ctx.served?.bodyDone(this.#served.firstDataAt, this.#served.usage());
     if (ending.client === 'cut') this.response.discard();
     else this.response.drain();
@@ -548,7 +579,7 @@ class TransformPump extends ClientBodyWriter {
 }
 
 /** How the re-emitting transform's terminal states read as a stream end. */
-const TRANSFORM_ENDS: Readonly<Record<Exclude<SseEndStep['state'], 'open'>, StreamEnd>> = {
+const TRANSFORM_ENDS: Readonly<Record<Exclude<ReEmittedStep['state'], 'open'>, StreamEnd>> = {
   done: 'complete',
   error_event: 'error_event',
   clean: 'unterminated',

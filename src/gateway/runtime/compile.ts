@@ -324,6 +324,7 @@ function compileProviders(
       endpoint: parseEndpoint(site.url, site.servername),
       weight: site.weight,
       gatewayModel: entry.gateway_model ?? target.gateway_model,
+      api: entry.api ?? target.api ?? 'openai',
       gatewayKey,
       authHeader:
         gatewayKey === undefined ? undefined : [headerName.toLowerCase(), headerPrefix + gatewayKey],
@@ -396,5 +397,6 @@ function tokenPrices(pricing: Pricing | undefined): TokenPrices | undefined {
     prompt: pricing.prompt_per_million,
     completion: pricing.completion_per_million,
     cachedPrompt: pricing.cached_prompt_per_million ?? pricing.prompt_per_million,
+    cacheWrite: pricing.cache_write_per_million ?? pricing.prompt_per_million,
   };
 }

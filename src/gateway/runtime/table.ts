@@ -1,3 +1,4 @@
+import type { ProviderApi } from '../api/surfaces.js';
 import type { KeyIndex, TargetAuth } from '../auth/keys.js';
 import type { ShareController } from '../balance/aimd.js';
 import type { PoolOutliers } from '../balance/outliers.js';
@@ -109,6 +110,8 @@ export interface ProviderRoute {
   readonly endpoint: UpstreamEndpoint;
   readonly weight: number;
   readonly gatewayModel: string | undefined;
+  /** The API it speaks for Anthropic Messages requests (`api`): passed through, or translated to chat completions. */
+  readonly api: ProviderApi;
   /** The upstream key, kept only to redact it from logged provider error bodies. */
   readonly gatewayKey: string | undefined;
   /** Lower-cased header name and its full value, or undefined when no upstream key is configured. */
@@ -136,4 +139,5 @@ export interface TokenPrices {
   readonly prompt: number;
   readonly completion: number;
   readonly cachedPrompt: number;
+  readonly cacheWrite: number;
 }

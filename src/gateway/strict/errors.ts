@@ -1,5 +1,6 @@
 import { errorBody, type ErrorBody } from '../../lib/errors.js';
 import { formatDataEvent } from '../../lib/sse.js';
+import { embeddedStatus } from '../api/embedded-error.js';
 
 /**
  * Error standardization (spec 7.2), account-class masking, embedded error codes (spec 6, 7.2) and
@@ -92,42 +93,6 @@ export function standardizeUpstreamError(status: number, trusted: boolean): Upst
 }
 
 // --- embedded errors --------------------------------------------------------------------------
-
-const RATE_LIMIT_NAMES: ReadonlySet<string> = new Set([
-  'rate_limit',
-  'rate_limit_error',
-  'rate_limit_exceeded',
-]);
-const NUMERIC = /^\s*\d+\s*$/;
-
-/**
- * The status an embedded `error.code` stands for (spec 7.2), before masking: a number or a numeric
- * string is the status itself; the rate-limit names are 429; any other name is 500. A number that
- * is not an error status (outside 400-599, or not an integer) and a missing code are 500: the
- * upstream reported an error without a usable status, which is a server-side failure.
- */
-export function embeddedErrorStatus(code: unknown): number {
-  let status: number | undefined;
-  if (typeof code === 'number') status = code;
-  else if (typeof code === 'string') {
-    if (NUMERIC.test(code)) status = Number(code);
-    else return RATE_LIMIT_NAMES.has(code.trim().toLowerCase()) ? 429 : 500;
-  }
-  if (status === undefined || !Number.isInteger(status) || status < 400 || status > 599) return 500;
-  return status;
-}
-
-/** The `code` of an embedded `error` value, which providers send as an object (or, rarely, a string). */
-function embeddedCode(error: unknown): unknown {
-  return typeof error === 'object' && error !== null && !Array.isArray(error)
-    ? (error as { code?: unknown }).code
-    : undefined;
-}
-
-/** The status an embedded `error` value stands for, unmasked (trusted providers, standalone). */
-export function embeddedStatus(error: unknown): number {
-  return embeddedErrorStatus(embeddedCode(error));
-}
 
 /** The masked status of an embedded error from an untrusted provider. */
 export function maskedEmbeddedStatus(error: unknown): number {

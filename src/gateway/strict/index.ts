@@ -38,8 +38,6 @@ export {
   UPSTREAM_REJECTED_MESSAGE,
   describeStatus,
   embeddedErrorEvent,
-  embeddedErrorStatus,
-  embeddedStatus,
   invalidUpstreamResponseBody,
   invalidUpstreamResponseEvent,
   maskUpstreamStatus,
@@ -53,7 +51,7 @@ export {
   type StatusDescription,
   type UpstreamErrorOutcome,
 } from './errors.js';
-export { embeddedError } from '../api/embedded-error.js';
+export { embeddedError, embeddedErrorStatus, embeddedStatus } from '../api/embedded-error.js';
 export { isUsageOnlyChunk } from './usage-chunk.js';
 export {
   sanitizeBody,

@@ -30,10 +30,12 @@ export type JsonResponseOutcome =
       readonly upstreamError?: unknown;
     };
 
-const KINDS: { readonly [E in StrictEndpoint]: SanitizeKind } = {
+/** What each endpoint's answers are sanitized as; a Messages answer is passed through (surfaces.ts). */
+const KINDS: { readonly [E in StrictEndpoint]: SanitizeKind | undefined } = {
   chat_completions: 'chat_completion',
   embeddings: 'embeddings',
   responses: 'responses',
+  messages: undefined,
 };
 
 export function strictJsonResponse(
@@ -42,7 +44,9 @@ export function strictJsonResponse(
   alias: string,
   trusted: boolean,
 ): JsonResponseOutcome {
-  const result = sanitizeBody(KINDS[endpoint], body, alias);
+  const kind = KINDS[endpoint];
+  if (kind === undefined) throw new Error(`strict mode does not sanitize ${endpoint} answers`);
+  const result = sanitizeBody(kind, body, alias);
   switch (result.kind) {
     case 'ok':
       return { kind: 'ok', body: result.json };

@@ -2,14 +2,13 @@ import { DONE_EVENT, SseParser, classifyData, type SseEvent, type SseHandler } f
 import {
   INVALID_UPSTREAM_STATUS,
   embeddedErrorEvent,
-  embeddedStatus,
   invalidUpstreamResponseEvent,
   maskedEmbeddedStatus,
   standaloneEmbeddedError,
   standaloneEmbeddedErrorEvent,
 } from './errors.js';
 import { isUsageOnlyChunk } from './usage-chunk.js';
-import { embeddedError } from '../api/embedded-error.js';
+import { embeddedError, embeddedStatus } from '../api/embedded-error.js';
 import { sanitizeValue } from './sanitize.js';
 
 /**

@@ -3,6 +3,7 @@ import { errorBody, type ErrorBody } from '../../lib/errors.js';
 import { isPlainChatRequest } from './plain-chat-request.js';
 import { ChatCompletionRequestSchema, type ChatCompletionRequest } from './request-schema-chat.js';
 import { EmbeddingsRequestSchema, type EmbeddingsRequest } from './request-schema-embeddings.js';
+import { MessagesRequestSchema, type MessagesRequest } from './request-schema-messages.js';
 import { ResponsesRequestSchema, type ResponsesRequest } from './request-schema-responses.js';
 
 /**
@@ -19,6 +20,7 @@ export interface StrictRequestBodies {
   chat_completions: ChatCompletionRequest;
   embeddings: EmbeddingsRequest;
   responses: ResponsesRequest;
+  messages: MessagesRequest;
 }
 
 /** Metric labels of strict body errors (spec 6). */
@@ -38,6 +40,7 @@ const SCHEMAS: { readonly [E in StrictEndpoint]: z.ZodType } = {
   chat_completions: ChatCompletionRequestSchema,
   embeddings: EmbeddingsRequestSchema,
   responses: ResponsesRequestSchema,
+  messages: MessagesRequestSchema,
 };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -28,6 +28,7 @@ export interface AccessLogEntry {
   readonly completionTokens: number | null;
   readonly reasoningTokens: number | null;
   readonly cachedPromptTokens: number | null;
+  readonly cacheWriteTokens: number | null;
   /** The key's account label, else null. */
   readonly account: string | null;
   /** The key's name in `key_definitions`, else null (unnamed keys and open targets). */
@@ -233,6 +234,7 @@ export function accessLine(e: AccessLogEntry): string {
     `,"attempts":${e.attempts},"durationMs":${millis(e.durationMs)},"ttftMs":${millis(e.ttftMs)}` +
     `,"promptTokens":${count(e.promptTokens)},"completionTokens":${count(e.completionTokens)}` +
     `,"reasoningTokens":${count(e.reasoningTokens)},"cachedPromptTokens":${count(e.cachedPromptTokens)}` +
+    `,"cacheWriteTokens":${count(e.cacheWriteTokens)}` +
     `,"account":${text(e.account)},"key":${text(e.key)},"traffic":"${e.traffic}"` +
     `,"traceId":${text(e.traceId)},"client":${text(e.client)},"msg":"request finished"}\n`
   );

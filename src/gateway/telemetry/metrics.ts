@@ -118,6 +118,7 @@ export class UsageChild {
   completion = 0;
   reasoning = 0;
   cachedPrompt = 0;
+  cacheWrite = 0;
   cost = 0;
 
   constructor(labels: Labels) {
@@ -131,6 +132,7 @@ const TOKEN_TYPES = [
   ['completion', 'completion'],
   ['reasoning', 'reasoning'],
   ['cached_prompt', 'cachedPrompt'],
+  ['cache_write', 'cacheWrite'],
 ] as const;
 
 function flushUsage(tokens: Counter<string>, cost: Counter<string>, children: readonly UsageChild[]): void {

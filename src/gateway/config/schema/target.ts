@@ -54,6 +54,13 @@ export const PricingSchema = z
       .nonnegative()
       .optional()
       .describe('Price of one million cached prompt tokens. Absent: the prompt price.'),
+    cache_write_per_million: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe(
+        "Price of one million prompt tokens written to the provider's prompt cache (Anthropic's `cache_creation_input_tokens`). Absent: the prompt price.",
+      ),
   })
   .meta({
     id: 'Pricing',
@@ -91,6 +98,12 @@ function upstreamFields(scope: 'target' | 'provider') {
       .optional()
       .describe(
         `API key sent to the upstream in \`upstream_auth_header_name\`: the key itself, or a [secret reference](#secret-reference) (\`{ from_file: /path }\` or \`{ from_env: NAME }\`). Absent: no upstream credential is sent.${inherits('`gateway_key`')}`,
+      ),
+    api: z
+      .enum(['openai', 'anthropic'])
+      .optional()
+      .describe(
+        `The API the upstream speaks for Anthropic Messages requests (\`/v1/messages\`): \`anthropic\` passes them through byte for byte (vLLM, SGLang and Anthropic's own API serve it); \`openai\` translates them to chat completions and the answers back. Other requests are unaffected. Absent: ${onProvider ? "the pool's value, else " : ''}\`openai\`.${inherits('`api`')}`,
       ),
     gateway_model: NonEmptyString.optional().describe(
       `Model name written into the forwarded request's \`model\` field; absent: the client's value is sent.${inherits('`gateway_model`')}`,

@@ -1,0 +1,58 @@
+import { estimateInputTokens } from '../anthropic/count-tokens.js';
+import { messagesToChat } from '../anthropic/request.js';
+import type { RequestContext } from './context.js';
+import type { GatewayError } from './errors.js';
+import { parseJsonBody } from './resolve.js';
+
+/**
+ * Before any attempt: a request of a surface some provider of its route does not speak (a Messages
+ * request to a pool with a chat-completions provider) is translated once, or refused with a 400
+ * naming the field that cannot be translated; a token count is answered by the gateway with its
+ * estimate (`answered`). A route whose providers all speak the surface skips this: its requests
+ * pass through untouched.
+ */
+export function planTranslation(ctx: RequestContext): GatewayError | 'answered' | undefined {
+  const surface = ctx.surface;
+  const native = surface?.nativeApi;
+  if (native === undefined || ctx.route!.providers.every((provider) => provider.api === native))
+    return undefined;
+  const unparsable = parseJsonBody(ctx);
+  if (unparsable) return unparsable;
+  const request = ctx.json;
+  if (request === undefined) return undefined;
+  if (surface!.localAnswer === 'token_count') {
+    answerTokenCount(ctx, estimateInputTokens(request));
+    return 'answered';
+  }
+  const translated = messagesToChat(request);
+  if (!translated.ok) {
+    return {
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'untranslatable_request',
+      message: `${translated.field === '' ? 'The request' : `\`${translated.field}\``} cannot be sent to a chat-completions provider: ${translated.message}`,
+      param: translated.field === '' ? null : translated.field,
+      outcome: 'rejected',
+    };
+  }
+  const stop = request.stop_sequences;
+  ctx.translation = {
+    body: translated.body,
+    dropped: translated.dropped.join(', '),
+    model: typeof request.model === 'string' ? request.model : ctx.modelLabel,
+    stopSequences: Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string') : undefined,
+  };
+  return undefined;
+}
+
+/** The gateway's own answer to a token count: `{"input_tokens": N}`, its estimate. */
+function answerTokenCount(ctx: RequestContext, tokens: number): void {
+  const body = `{"input_tokens":${tokens}}`;
+  ctx.res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': ctx.requestId,
+    'x-gateway-token-count': 'estimate',
+  });
+  ctx.res.end(body);
+}
