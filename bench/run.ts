@@ -11,7 +11,9 @@
  * `--headline` measures, in one run, the floor, nginx, Portkey's gateway and the gateway (plain and
  * strict) in the closed loop, the open loop and the memory row, and prints the headline table of
  * docs/performance.md. A baseline that cannot be had (nginx not installed, Portkey not installable)
- * is left out with the reason printed.
+ * is left out with the reason printed. `--proxies ...,messages,messages-translated` adds the gateway
+ * on Anthropic's Messages API (passed through to an `api: anthropic` provider, and translated to
+ * chat completions), each compared with the floor and direct sending the same Messages request.
  *
  * Layout (three processes share the cores; see docs/performance.md):
  * - this process: the load generators (autocannon for the closed loop, undici for the open loop and
@@ -38,7 +40,14 @@ import {
   manyAliasesConfig,
   type GatewayKind,
 } from './support/configs.ts';
-import { STREAM_CHUNKS, eventsPerStream } from './support/payloads.ts';
+import { MESSAGE, STREAM_CHUNKS, eventsPerStream } from './support/payloads.ts';
+import {
+  DEFAULT_HEADLINE_PROXIES,
+  HEADLINE_PROXIES,
+  isMeasured,
+  selectHeadlineProxies,
+  type HeadlineProxy,
+} from './support/headline-proxies.ts';
 import {
   fmt,
   machine,
@@ -70,7 +79,8 @@ import {
 } from './support/services.ts';
 import { waitForIdle, waitForQuiet } from './support/quiet.ts';
 import { Samples, median, pooled, sum } from './support/stats.ts';
-import { proxyPids, type CpuWindow, type Target } from './support/target.ts';
+import { CHAT_SURFACE, MESSAGES_SURFACE, isReference, type RequestSurface } from './support/surfaces.ts';
+import { proxyPids, surfaceOf, type CpuWindow, type Target } from './support/target.ts';
 
 interface Plan {
   name: 'quick' | 'full';
@@ -265,18 +275,39 @@ function connectionsPer1k(runs: readonly UpstreamDelta[]): string {
   return `upstream connections per 1k requests ${fmt((sum(runs.map((r) => r.upstreamConnections)) / requests) * 1000, 1)}`;
 }
 
-/** Per round, the ratio of a target's rate to the floor's rate in the same round. */
-function ratiosToFloor(rates: Map<string, number[]>, name: string): number[] | undefined {
-  const floor = rates.get('floor');
+/**
+ * Per round, the ratio of a target's rate to the rate in the same round of the floor sending the
+ * same API's requests.
+ */
+function ratiosToFloor(
+  rates: Map<string, number[]>,
+  name: string,
+  surface: RequestSurface,
+): number[] | undefined {
+  const floor = rates.get(surface.floor);
   const mine = rates.get(name);
-  if (!floor || !mine || name === 'floor' || name === 'direct') return undefined;
+  if (!floor || !mine || isReference(name, surface)) return undefined;
   return mine.map((rate, round) => rate / floor[round]!);
 }
 
 /** The median over rounds of the per-round ratios to the floor. */
-function ratioToFloor(rates: Map<string, number[]>, name: string): number | undefined {
-  const ratios = ratiosToFloor(rates, name);
+function ratioToFloor(
+  rates: Map<string, number[]>,
+  name: string,
+  surface: RequestSurface,
+): number | undefined {
+  const ratios = ratiosToFloor(rates, name, surface);
   return ratios && median(ratios);
+}
+
+/** Each target's surface by name, for rows compared with their own surface's direct and floor. */
+function surfacesByName(targets: readonly Target[]): Map<string, RequestSurface> {
+  return new Map(targets.map((target) => [target.name, surfaceOf(target)]));
+}
+
+/** A row's load, naming the API when it is not chat completions. */
+function loadText(load: string, surface: RequestSurface): string {
+  return surface.name === 'messages' ? `${load}, Messages API` : load;
 }
 
 /** The open-loop section: every target at the planned arrival rate in alternating rounds, as rows. */
@@ -289,7 +320,7 @@ async function measureOpen(plan: Plan, targets: readonly Target[], upstreamPid: 
       openLoop(target, upstreamPid, { ratePerSecond: plan.openRate, durationSeconds: plan.openSeconds }),
     (r) => r.cpu,
   );
-  return openRows(plan, results);
+  return openRows(plan, results, surfacesByName(targets));
 }
 
 /** The closed-loop section: every target in alternating rounds, as rows. */
@@ -303,24 +334,29 @@ async function measureClosed(plan: Plan, targets: readonly Target[], upstreamPid
     (r) => r.cpu,
     plan.closedRounds,
   );
-  return closedRows(plan, results);
+  return closedRows(plan, results, surfacesByName(targets));
 }
 
-function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & UpstreamDelta)[]>): Row[] {
+function closedRows(
+  plan: Plan,
+  results: Map<string, (ClosedLoopResult & UpstreamDelta)[]>,
+  surfaces: ReadonlyMap<string, RequestSurface>,
+): Row[] {
   const rates = new Map(
     [...results].map(([name, runs]) => [name, runs.map((r) => r.ok / r.durationSeconds)]),
   );
-  const direct = pooled(results.get('direct')!.map((r) => r.latency));
   return [...results].map(([name, runs]) => {
+    const surface = surfaces.get(name)!;
+    const direct = pooled(results.get(surface.direct)!.map((r) => r.latency));
     const latency = pooled(runs.map((r) => r.latency));
-    const isDirect = name === 'direct';
-    const ratios = ratiosToFloor(rates, name);
+    const isDirect = name === surface.direct;
+    const ratios = ratiosToFloor(rates, name, surface);
     const perRound = ratios ? `; × floor per round ${ratios.map((r) => fmt(r)).join(' / ')}` : '';
     return {
       ...(ratios ? { ratioFloorRounds: ratios } : {}),
       section: 'closed loop',
       target: name,
-      load: `${plan.connections} connections, non-streaming`,
+      load: loadText(`${plan.connections} connections, non-streaming`, surface),
       rate: median(rates.get(name)!),
       p50: latency.percentile(50),
       p99: latency.percentile(99),
@@ -338,19 +374,24 @@ function closedRows(plan: Plan, results: Map<string, (ClosedLoopResult & Upstrea
   });
 }
 
-function openRows(plan: Plan, results: Map<string, (OpenLoopResult & UpstreamDelta)[]>): Row[] {
-  const directRuns = results.get('direct')!;
-  const direct = pooled(directRuns.map((r) => r.latency));
-  /** Per round: this row's percentile minus direct's in the same round. */
-  const addedByRound = (runs: readonly OpenLoopResult[], p: number): number[] =>
-    runs.map((r, round) => r.latency.percentile(p) - directRuns[round]!.latency.percentile(p));
+function openRows(
+  plan: Plan,
+  results: Map<string, (OpenLoopResult & UpstreamDelta)[]>,
+  surfaces: ReadonlyMap<string, RequestSurface>,
+): Row[] {
   return [...results].map(([name, runs]) => {
+    const surface = surfaces.get(name)!;
+    const directRuns = results.get(surface.direct)!;
+    const direct = pooled(directRuns.map((r) => r.latency));
+    /** Per round: this row's percentile minus direct's (sending the same requests) in the same round. */
+    const addedByRound = (p: number): number[] =>
+      runs.map((r, round) => r.latency.percentile(p) - directRuns[round]!.latency.percentile(p));
     const latency = pooled(runs.map((r) => r.latency));
     const lag = pooled(runs.map((r) => r.lag));
-    const isDirect = name === 'direct';
+    const isDirect = name === surface.direct;
     const skipped = sum(runs.map((r) => r.skipped));
-    const p50Rounds = isDirect ? undefined : addedByRound(runs, 50);
-    const p99Rounds = isDirect ? undefined : addedByRound(runs, 99);
+    const p50Rounds = isDirect ? undefined : addedByRound(50);
+    const p99Rounds = isDirect ? undefined : addedByRound(99);
     const perRound = p99Rounds
       ? `; added p99 per round ${p99Rounds.map((v) => signed(v)).join(' / ')} (median ${signed(median(p99Rounds))})`
       : `; p99 per round ${runs.map((r) => fmt(r.latency.percentile(99))).join(' / ')}`;
@@ -358,7 +399,7 @@ function openRows(plan: Plan, results: Map<string, (OpenLoopResult & UpstreamDel
       ...(p50Rounds && p99Rounds ? { addedP50Rounds: p50Rounds, addedP99Rounds: p99Rounds } : {}),
       section: 'open loop',
       target: name,
-      load: `${plan.openRate} req/s, non-streaming`,
+      load: loadText(`${plan.openRate} req/s, non-streaming`, surface),
       rate: sum(runs.map((r) => r.ok)) / sum(runs.map((r) => r.durationSeconds)),
       p50: latency.percentile(50),
       p99: latency.percentile(99),
@@ -416,7 +457,7 @@ function streamRows(plan: Plan, results: Map<string, (StreamRunResult & Upstream
       p99: s.ttfb.percentile(99),
       addedP50: isDirect ? undefined : s.ttfb.percentile(50) - direct.ttfb.percentile(50),
       addedP99: isDirect ? undefined : s.ttfb.percentile(99) - direct.ttfb.percentile(99),
-      ratioFloor: ratioToFloor(rates, name),
+      ratioFloor: ratioToFloor(rates, name, CHAT_SURFACE),
       cpuPer10k: isDirect ? undefined : (sum(runs.map((r) => r.cpu.proxy)) / s.streams) * 1e4,
       peakRss: isDirect ? undefined : Math.max(...runs.map((r) => r.peakRss)),
       failed: sum(runs.map((r) => r.incomplete)),
@@ -642,7 +683,12 @@ const USAGE = `Usage: node bench/run.ts [options]
                             streams held open (about 10 min on an idle machine; --quick: 2 min)
   --only memory             with --headline: only the memory row (idle RSS and RSS with the streams
                             live), each proxy started afresh (a few minutes)
-  --proxies <names>         with --headline: only these of floor,nginx,portkey,plain,strict
+  --proxies <names>         with --headline: only these of
+                            ${HEADLINE_PROXIES.join(',')}
+                            (default: ${DEFAULT_HEADLINE_PROXIES.join(',')}); messages and
+                            messages-translated are the gateway on Anthropic's Messages API (passed
+                            through, translated to chat), measured beside the floor and direct
+                            sending the same Messages request (about 6 min more)
   --gateway-bin <file>      with --headline: the gateway rows run this build's bin/gateway.js
                             (a before/after: git worktree add /tmp/before <commit>, make build there)
   --quick                   one round with short windows (about 90 s; make bench-quick)
@@ -679,6 +725,7 @@ async function main(): Promise<void> {
   if (values.headline && values.only && values.only !== 'memory')
     throw new Error('--headline runs its own sections; --only takes only memory with it');
   if (values.proxies && !values.headline) throw new Error('--proxies goes with --headline');
+  const proxies = selectHeadlineProxies(values.proxies?.split(',').map((name) => name.trim()));
   if (values.help) {
     process.stdout.write(USAGE);
     return;
@@ -705,7 +752,7 @@ async function main(): Promise<void> {
   if (values.headline) {
     await headlineRun(plan, nodeArgs, nodeArgsText, host, tripBefore, stealBefore, values.json, {
       memoryOnly: values.only === 'memory',
-      proxies: values.proxies?.split(',').map((name) => name.trim()),
+      proxies,
       gatewayBin: values['gateway-bin'],
     });
     return;
@@ -954,17 +1001,44 @@ async function main(): Promise<void> {
 interface HeadlineChoice {
   /** Only the memory row: each proxy's idle RSS and its RSS with the streams live. */
   memoryOnly: boolean;
-  /** Names of the proxies to measure (floor, nginx, portkey, plain, strict); undefined: all. */
-  proxies: string[] | undefined;
+  /** The proxies to measure (`--proxies`, else the default set). */
+  proxies: ReadonlySet<HeadlineProxy>;
   /** Another build's `bin/gateway.js` for the gateway rows (a before/after). */
   gatewayBin: string | undefined;
 }
 
 /** A proxy of the headline run, started afresh by `start`. */
 interface Contender {
+  /** The target's name (`floor`, `gateway plain`, `floor messages`, ...). */
   name: string;
   label: string;
+  /** The name `--proxies` selects it by. */
+  proxy: HeadlineProxy;
+  /** The API its requests are sent in. */
+  surface: RequestSurface;
   start(): Promise<{ target: Target; stop(): Promise<void> }>;
+}
+
+/** The gateway rows of the headline: configuration, target name, and the API they are sent. */
+const HEADLINE_GATEWAYS = [
+  { kind: 'plain', name: 'gateway plain', surface: CHAT_SURFACE },
+  { kind: 'strict', name: 'gateway strict', surface: CHAT_SURFACE },
+  { kind: 'messages', name: 'gateway messages', surface: MESSAGES_SURFACE },
+  { kind: 'messages-translated', name: 'gateway messages (translated)', surface: MESSAGES_SURFACE },
+] as const;
+
+/** How the headline labels its reference rows of the Messages API. */
+const MESSAGES_LABEL_SUFFIX = ', Messages API';
+
+/** The headline's note on the Messages rows: what they send, and what they are compared with. */
+function messagesNote(): string {
+  return (
+    `Messages API rows: the same loads with a ${Buffer.byteLength(MESSAGES_SURFACE.body)}-byte Messages request ` +
+    `(\`POST /v1/messages\` with \`anthropic-version\`, no key), answered with a ${Buffer.byteLength(MESSAGE)}-byte ` +
+    `message (translated: the upstream's chat completion, turned into one by the gateway), and in the memory row ` +
+    `with Messages event streams; × floor against the floor forwarding the same request in the same round, added ` +
+    `latency against the same request sent directly.`
+  );
 }
 
 /**
@@ -997,27 +1071,32 @@ async function headlineRun(
 
   const skipped: string[] = [];
   const versions: Record<string, string> = { node: process.version };
-  const contenders: Contender[] = [
-    {
-      name: 'floor',
-      label: 'floor (`bench/floor-proxy.ts`)',
-      start: async () => {
-        const floor = await startFloor(port, { nodeArgs });
-        return {
-          target: { name: 'floor', origin: floor.origin, pid: floor.service.pid, headers: {} },
-          stop: () => floor.service.stop(),
-        };
-      },
+  const floorContender = (surface: RequestSurface): Contender => ({
+    name: surface.floor,
+    label: `floor (\`bench/floor-proxy.ts\`)${surface === CHAT_SURFACE ? '' : MESSAGES_LABEL_SUFFIX}`,
+    proxy: 'floor',
+    surface,
+    start: async () => {
+      const floor = await startFloor(port, { nodeArgs });
+      return {
+        target: { name: surface.floor, origin: floor.origin, pid: floor.service.pid, headers: {}, surface },
+        stop: () => floor.service.stop(),
+      };
     },
-  ];
-  const nginx = findNginx();
-  if ('reason' in nginx) {
+  });
+  const selected = choice.proxies;
+  const contenders: Contender[] = [floorContender(CHAT_SURFACE)];
+  // The baselines are looked for (and Portkey installed) only when they are to be measured.
+  const nginx = selected.has('nginx') ? findNginx() : undefined;
+  if (nginx !== undefined && 'reason' in nginx) {
     skipped.push(`nginx: ${nginx.reason}`);
-  } else {
+  } else if (nginx !== undefined) {
     versions.nginx = nginx.version;
     contenders.push({
       name: 'nginx',
       label: `nginx ${nginx.version} (1 worker)`,
+      proxy: 'nginx',
+      surface: CHAT_SURFACE,
       start: async () => {
         const running = await startNginx(nginx.path, nginx.version, port);
         return {
@@ -1033,14 +1112,16 @@ async function headlineRun(
       },
     });
   }
-  const portkey = await ensurePortkey(log);
-  if ('reason' in portkey) {
+  const portkey = selected.has('portkey') ? await ensurePortkey(log) : undefined;
+  if (portkey !== undefined && 'reason' in portkey) {
     skipped.push(`Portkey: ${portkey.reason}`);
-  } else {
+  } else if (portkey !== undefined) {
     versions.portkey = `${portkey.version} (@hono/node-server ${HONO_NODE_SERVER_VERSION})`;
     contenders.push({
       name: 'portkey',
       label: `Portkey ${portkey.version}`,
+      proxy: 'portkey',
+      surface: CHAT_SURFACE,
       start: async () => {
         const running = await startPortkey(portkey, port, nodeArgs);
         return {
@@ -1055,10 +1136,14 @@ async function headlineRun(
       },
     });
   }
-  for (const kind of ['plain', 'strict'] as const) {
+  // The floor once more on the Messages API (its own process), the reference of the Messages rows.
+  contenders.push(floorContender(MESSAGES_SURFACE));
+  for (const { kind, name, surface } of HEADLINE_GATEWAYS) {
     contenders.push({
-      name: `gateway ${kind}`,
-      label: `gateway ${kind}`,
+      name,
+      label: name,
+      proxy: kind,
+      surface,
       start: async () => {
         const gateway = await startGateway(kind, gatewayConfig(kind, upstream.ports), {
           nodeArgs,
@@ -1066,35 +1151,31 @@ async function headlineRun(
         });
         return {
           target: {
-            name: `gateway ${kind}`,
+            name,
             origin: gateway.origin,
             pid: gateway.service.pid,
             headers: {},
             adminOrigin: gateway.adminOrigin,
+            surface,
           },
           stop: () => gateway.stop(),
         };
       },
     });
   }
-  if (choice.proxies) {
-    const wanted = new Set(choice.proxies);
-    for (const name of wanted) {
-      if (!['floor', 'nginx', 'portkey', 'plain', 'strict'].includes(name))
-        throw new Error(`--proxies: unknown proxy ${name} (floor, nginx, portkey, plain, strict)`);
-    }
-    contenders.splice(
-      0,
-      contenders.length,
-      ...contenders.filter((c) => wanted.has(c.name.replace(/^gateway /, ''))),
-    );
-  }
+  contenders.splice(
+    0,
+    contenders.length,
+    ...contenders.filter((c) => isMeasured(selected, c.proxy, c.surface.name)),
+  );
+  // Grouped by API, so the Messages rows and their references come together after the chat rows.
+  contenders.sort((a, b) => Number(a.surface !== CHAT_SURFACE) - Number(b.surface !== CHAT_SURFACE));
   for (const reason of skipped) log(`left out of the headline: ${reason}`);
 
-  const labels = new Map<string, string>([['direct', 'direct (no proxy)']]);
+  const labels = new Map<string, string>();
   /** nginx and Portkey: left out, with the reason, when they cannot run; the floor and the gateway never. */
   const isBaseline = (contender: Contender): boolean =>
-    contender.name !== 'floor' && !contender.name.startsWith('gateway');
+    contender.proxy === 'nginx' || contender.proxy === 'portkey';
   let closed: Row[] = [];
   let open: Row[] = [];
   const memory = new Map<string, SlowStreamsResult>();
@@ -1113,17 +1194,26 @@ async function headlineRun(
           log(`left out of the headline: ${contender.name} did not start: ${(error as Error).message}`);
         }
       }
-      const direct: Target = {
-        name: 'direct',
+      const directTarget = (surface: RequestSurface): Target => ({
+        name: surface.direct,
         origin: `http://127.0.0.1:${port}`,
         pid: undefined,
         headers: {},
-      };
-      const targets: Target[] = [direct];
+        surface,
+      });
+      const targets: Target[] = [];
       for (const contender of contenders) {
         const started = running.get(contender.name);
         if (!started) continue;
         const { target } = started;
+        // Each API's rows are compared with the upstream answering the same requests directly.
+        if (!targets.some((t) => t.name === contender.surface.direct)) {
+          targets.push(directTarget(contender.surface));
+          labels.set(
+            contender.surface.direct,
+            `direct (no proxy)${contender.surface === CHAT_SURFACE ? '' : MESSAGES_LABEL_SUFFIX}`,
+          );
+        }
         const check = await checkPassThrough(target);
         log(`pass-through check, ${contender.name}: ${check.summary}`);
         if (check.problem !== undefined) {
@@ -1189,7 +1279,9 @@ async function headlineRun(
   const elapsed = (performance.now() - startedAt) / 1000;
   const machineState = machineStateLine(tripBefore, tripAfter, stolen, elapsed, host.nproc);
   log(machineState);
-  const table: HeadlineRow[] = headlineRows(labels, closed, open, plan.openRate, memory);
+  const floors = new Set([CHAT_SURFACE.floor, MESSAGES_SURFACE.floor]);
+  const table: HeadlineRow[] = headlineRows(labels, closed, open, plan.openRate, memory, floors);
+  const messagesRows = contenders.some((c) => c.surface === MESSAGES_SURFACE && labels.has(c.name));
   const rows = [...closed, ...open, ...memoryRows];
   const output = [
     `## Headline (${plan.name}), ${renderMachine(host)}; Node.js proxies run with \`${nodeArgsText}\``,
@@ -1203,6 +1295,7 @@ async function headlineRun(
       `(one event every ${plan.headlineMemoryIntervalMs} ms) through a freshly started proxy: RSS before the first stream ` +
       `(idle) and peak RSS while they are live (nginx: master + worker). ` +
       `Total time ${fmt(elapsed, 0)} s.`,
+    ...(messagesRows ? ['', messagesNote()] : []),
     ...(choice.memoryOnly ? ['', 'Only the memory row was measured (`--only memory`).'] : []),
     ...(choice.gatewayBin ? ['', `Gateway build: ${choice.gatewayBin}.`] : []),
     ...(skipped.length ? ['', ...skipped.map((reason) => `Left out: ${reason}`)] : []),

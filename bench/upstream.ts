@@ -8,6 +8,10 @@
  *   `[DONE]`, chunked transfer encoding. Unpaced (default) the events are separate back-to-back
  *   writes; with `x-bench-interval-ms: T` one event is written every T ms (a shared ticker per
  *   interval), the first with the headers and `[DONE]` on its own tick.
+ * - `POST /v1/messages` (Anthropic's Messages API, a query string allowed): the same in that API's
+ *   terms, a static `message` body, or with the stream header a Messages event stream written at the
+ *   same places (`message_start` and `content_block_start` first, one `content_block_delta` per
+ *   token, `content_block_stop` and `message_delta` last, `message_stop` on its own tick).
  * - `GET /__bench/stats`: requests served and connections accepted, per listening port (JSON), to
  *   check where a pool's traffic went and whether a proxy keeps its upstream connections alive.
  *
@@ -20,6 +24,12 @@ import { parseArgs } from 'node:util';
 import {
   CHAT_COMPLETION,
   INTERVAL_HEADER,
+  MESSAGE,
+  MESSAGES_PATH,
+  MESSAGES_SSE_FIRST,
+  MESSAGES_SSE_LAST,
+  MESSAGES_SSE_STOP,
+  MESSAGES_SSE_TOKEN,
   SSE_DONE,
   SSE_FIRST,
   SSE_LAST,
@@ -29,19 +39,50 @@ import {
 
 const MAX_HEAD_BYTES = 64 * 1024;
 
-const JSON_RESPONSE = Buffer.from(
-  'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n' +
-    `content-length: ${Buffer.byteLength(CHAT_COMPLETION)}\r\n\r\n${CHAT_COMPLETION}`,
-);
 const SSE_HEAD =
   'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n' +
   'transfer-encoding: chunked\r\n\r\n';
 const frame = (event: string): Buffer =>
   Buffer.from(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`);
-const HEAD_AND_FIRST = Buffer.concat([Buffer.from(SSE_HEAD), frame(SSE_FIRST)]);
-const TOKEN_FRAME = frame(SSE_TOKEN);
-const LAST_FRAME = frame(SSE_LAST);
-const DONE_AND_END = Buffer.concat([frame(SSE_DONE), Buffer.from('0\r\n\r\n')]);
+
+/** One API's prebuilt writes: the whole JSON response, and a stream's writes in order. */
+interface Answers {
+  json: Buffer;
+  headAndFirst: Buffer;
+  token: Buffer;
+  last: Buffer;
+  doneAndEnd: Buffer;
+}
+
+function answers(json: string, first: string, token: string, last: string, done: string): Answers {
+  return {
+    json: Buffer.from(
+      'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n' +
+        `content-length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
+    ),
+    headAndFirst: Buffer.concat([Buffer.from(SSE_HEAD), frame(first)]),
+    token: frame(token),
+    last: frame(last),
+    doneAndEnd: Buffer.concat([frame(done), Buffer.from('0\r\n\r\n')]),
+  };
+}
+
+const CHAT_ANSWERS = answers(CHAT_COMPLETION, SSE_FIRST, SSE_TOKEN, SSE_LAST, SSE_DONE);
+const MESSAGES_ANSWERS = answers(
+  MESSAGE,
+  MESSAGES_SSE_FIRST,
+  MESSAGES_SSE_TOKEN,
+  MESSAGES_SSE_LAST,
+  MESSAGES_SSE_STOP,
+);
+
+/** The Messages API's answers for its path (with or without a query string), chat's for any other. */
+function answersFor(path: string): Answers {
+  const isMessages =
+    path.startsWith(MESSAGES_PATH) &&
+    (path.length === MESSAGES_PATH.length || path[MESSAGES_PATH.length] === '?');
+  return isMessages ? MESSAGES_ANSWERS : CHAT_ANSWERS;
+}
 const BAD_REQUEST = Buffer.from('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
 
 interface RequestHead {
@@ -84,6 +125,7 @@ function parseHead(head: string): RequestHead | undefined {
 /** One paced stream: how many events are still owed to its socket. */
 interface PacedStream {
   connection: Connection;
+  answers: Answers;
   /** Token events still to write before the last chunk, `[DONE]` and the end. */
   tokensLeft: number;
   stage: 'tokens' | 'last' | 'done';
@@ -113,22 +155,22 @@ function pace(stream: PacedStream, intervalMs: number): void {
 
 /** Writes the stream's next event; true when the stream is over. */
 function advance(stream: PacedStream): boolean {
-  const { connection } = stream;
+  const { connection, answers } = stream;
   if (connection.socket.destroyed) return true;
   if (stream.stage === 'tokens') {
     if (stream.tokensLeft > 0) {
       stream.tokensLeft--;
-      connection.socket.write(TOKEN_FRAME);
+      connection.socket.write(answers.token);
       return false;
     }
     stream.stage = 'last';
   }
   if (stream.stage === 'last') {
     stream.stage = 'done';
-    connection.socket.write(LAST_FRAME);
+    connection.socket.write(answers.last);
     return false;
   }
-  connection.socket.write(DONE_AND_END);
+  connection.socket.write(answers.doneAndEnd);
   connection.responseDone();
   return true;
 }
@@ -203,20 +245,21 @@ class Connection {
         `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
       );
     } else if (head.streamChunks > 0) {
+      const answers = answersFor(head.path);
       this.busy = true;
-      this.socket.write(HEAD_AND_FIRST);
+      this.socket.write(answers.headAndFirst);
       const tokens = Math.max(0, head.streamChunks - 2);
       if (head.intervalMs > 0) {
-        pace({ connection: this, tokensLeft: tokens, stage: 'tokens' }, head.intervalMs);
+        pace({ connection: this, answers, tokensLeft: tokens, stage: 'tokens' }, head.intervalMs);
         if (head.close) this.closeAfter = true;
         return;
       }
-      for (let i = 0; i < tokens; i++) this.socket.write(TOKEN_FRAME);
-      if (head.streamChunks > 1) this.socket.write(LAST_FRAME);
-      this.socket.write(DONE_AND_END);
+      for (let i = 0; i < tokens; i++) this.socket.write(answers.token);
+      if (head.streamChunks > 1) this.socket.write(answers.last);
+      this.socket.write(answers.doneAndEnd);
       this.busy = false;
     } else {
-      this.socket.write(JSON_RESPONSE);
+      this.socket.write(answersFor(head.path).json);
     }
     if (head.close) this.socket.end();
   }

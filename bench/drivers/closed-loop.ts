@@ -1,7 +1,6 @@
 import autocannon from 'autocannon';
-import { CHAT_PATH, chatRequestBody, ALIAS } from '../support/payloads.ts';
 import { Samples } from '../support/stats.ts';
-import { startWindow, type CpuWindow, type Target } from '../support/target.ts';
+import { startWindow, surfaceOf, type CpuWindow, type Target } from '../support/target.ts';
 
 export interface ClosedLoopResult {
   /** 2xx responses. */
@@ -24,7 +23,7 @@ export interface ClosedLoopOptions {
 
 /**
  * Closed loop with autocannon: `connections` keep-alive connections, each sending its next request
- * as soon as the previous response ended. Latencies come from autocannon's per-response event (float
+ * (the target's surface's non-streamed request) as soon as the previous response ended. Latencies come from autocannon's per-response event (float
  * milliseconds), not its integer-millisecond histogram, so sub-millisecond differences survive.
  */
 export async function closedLoop(
@@ -33,14 +32,15 @@ export async function closedLoop(
   options: ClosedLoopOptions,
 ): Promise<ClosedLoopResult> {
   const latency = new Samples();
+  const surface = surfaceOf(target);
   const stop = startWindow(target, upstreamPid);
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
-        url: `${target.origin}${CHAT_PATH}`,
+        url: `${target.origin}${surface.path}`,
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...target.headers },
-        body: chatRequestBody(ALIAS, false),
+        headers: { 'content-type': 'application/json', ...surface.headers, ...target.headers },
+        body: surface.body,
         connections: options.connections,
         duration: options.durationSeconds,
         timeout: 10,

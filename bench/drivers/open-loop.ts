@@ -1,7 +1,6 @@
 import { Pool } from 'undici';
-import { ALIAS, CHAT_PATH, chatRequestBody } from '../support/payloads.ts';
 import { Samples, sleep } from '../support/stats.ts';
-import { startWindow, type CpuWindow, type Target } from '../support/target.ts';
+import { startWindow, surfaceOf, type CpuWindow, type Target } from '../support/target.ts';
 
 export interface OpenLoopResult {
   ok: number;
@@ -21,6 +20,7 @@ export interface OpenLoopOptions {
   ratePerSecond: number;
   durationSeconds: number;
   maxInFlight?: number;
+  /** Request path and body; default: the target's surface's non-streamed request. */
   path?: string;
   body?: string;
 }
@@ -40,9 +40,10 @@ export async function openLoop(
   options: OpenLoopOptions,
 ): Promise<OpenLoopResult> {
   const pool = new Pool(target.origin, { keepAliveTimeout: 60_000 });
-  const path = options.path ?? CHAT_PATH;
-  const body = options.body ?? chatRequestBody(ALIAS, false);
-  const headers = { 'content-type': 'application/json', ...target.headers };
+  const surface = surfaceOf(target);
+  const path = options.path ?? surface.path;
+  const body = options.body ?? surface.body;
+  const headers = { 'content-type': 'application/json', ...surface.headers, ...target.headers };
   const maxInFlight = options.maxInFlight ?? 2_000;
   // A few sequential requests open the first connections outside the window.
   for (let i = 0; i < 8; i++) {

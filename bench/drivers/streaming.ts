@@ -1,15 +1,8 @@
 import { Pool } from 'undici';
-import {
-  ALIAS,
-  CHAT_PATH,
-  INTERVAL_HEADER,
-  STREAM_HEADER,
-  chatRequestBody,
-  eventsPerStream,
-} from '../support/payloads.ts';
+import { INTERVAL_HEADER, STREAM_HEADER } from '../support/payloads.ts';
 import { seededRandom } from '../support/random.ts';
 import { Samples, sleep } from '../support/stats.ts';
-import { startWindow, type CpuWindow, type Target } from '../support/target.ts';
+import { startWindow, surfaceOf, type CpuWindow, type Target } from '../support/target.ts';
 
 /** What one SSE response looked like at the client. */
 export interface StreamOutcome {
@@ -33,22 +26,23 @@ export interface StreamRequest {
   onFirstByte?: () => void;
 }
 
-const BODY = chatRequestBody(ALIAS, true);
-
 /**
- * Sends one streaming chat completion and reads it in flowing mode, so each body `data` event is
- * one buffer as the HTTP parser delivered it (no re-buffering by the client).
+ * Sends one streaming request (a chat completion, or a Messages request for a Messages target) and
+ * reads it in flowing mode, so each body `data` event is one buffer as the HTTP parser delivered it
+ * (no re-buffering by the client).
  */
 export function streamOnce(pool: Pool, target: Target, request: StreamRequest): Promise<StreamOutcome> {
+  const surface = surfaceOf(target);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     [STREAM_HEADER]: String(request.chunks),
+    ...surface.headers,
     ...target.headers,
   };
   if (request.intervalMs > 0) headers[INTERVAL_HEADER] = String(request.intervalMs);
   const sentAt = performance.now();
-  const expected = eventsPerStream(request.chunks);
-  return pool.request({ path: CHAT_PATH, method: 'POST', headers, body: BODY }).then(
+  const expected = surface.eventsPerStream(request.chunks);
+  return pool.request({ path: surface.path, method: 'POST', headers, body: surface.streamBody }).then(
     (response) =>
       new Promise<StreamOutcome>((resolve) => {
         let ttfb = Number.NaN;

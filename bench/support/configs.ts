@@ -8,7 +8,8 @@ const NEVER_RATE = { requests_per_second: 10_000_000, burst_size: 10_000_000 };
 const NEVER_CONCURRENCY = { max_concurrent_requests: 1_000_000 };
 const NEVER_TOKENS = { tokens_per_minute: 1_000_000_000_000, burst_tokens: 1_000_000_000_000 };
 
-export type GatewayKind = 'plain' | 'limits' | 'pool' | 'strict' | 'least' | 'affinity';
+export type GatewayKind =
+  'plain' | 'limits' | 'pool' | 'strict' | 'least' | 'affinity' | 'messages' | 'messages-translated';
 
 /** The rows of the full benchmark. */
 export const GATEWAY_KINDS: readonly GatewayKind[] = ['plain', 'limits', 'pool', 'strict'];
@@ -23,6 +24,9 @@ export const GATEWAY_DESCRIPTIONS: Record<GatewayKind, string> = {
   strict: 'strict_mode: true, one alias',
   least: 'least_request pool of two providers',
   affinity: 'prefix_affinity pool of two providers (the body parsed, its prompt hashed, per request)',
+  messages: 'one alias, one provider with `api: anthropic`, no keys: Messages requests passed through',
+  'messages-translated':
+    'one alias, one provider with `api: openai`, no keys: Messages requests translated to chat completions and the answers back',
 };
 
 const base = (port: number): string => `http://127.0.0.1:${port}/v1`;
@@ -85,6 +89,11 @@ export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Reco
       };
     case 'strict':
       return { strict_mode: true, targets: { [ALIAS]: { url: base(first) } } };
+    // The plain configuration with the API its provider speaks for Messages requests said outright.
+    case 'messages':
+      return { targets: { [ALIAS]: { url: base(first), api: 'anthropic' } } };
+    case 'messages-translated':
+      return { targets: { [ALIAS]: { url: base(first), api: 'openai' } } };
     case 'least':
     case 'affinity':
       return {

@@ -38,7 +38,8 @@ export interface HeadlineRow {
 
 /**
  * Joins the rows of the three sections by target name. `labels` maps a target name to its label
- * (and gives the order); a target missing from a section gets dashes there.
+ * (and gives the order); a target missing from a section gets dashes there. `floors` names the
+ * floor targets (one per API the run sends), each the 1.00x its API's rows are compared with.
  */
 export function headlineRows(
   labels: ReadonlyMap<string, string>,
@@ -46,6 +47,7 @@ export function headlineRows(
   open: readonly Row[],
   openRate: number,
   memory: ReadonlyMap<string, SlowStreamsResult>,
+  floors: ReadonlySet<string>,
 ): HeadlineRow[] {
   return [...labels].map(([name, label]) => {
     const closedRow = closed.find((r) => r.target === name);
@@ -55,7 +57,7 @@ export function headlineRows(
     return {
       label,
       rate: closedRow?.rate,
-      ratioFloor: name === 'floor' && closedRow ? 1 : closedRow?.ratioFloor,
+      ratioFloor: floors.has(name) && closedRow ? 1 : closedRow?.ratioFloor,
       cpuPer10k: closedRow?.cpuPer10k,
       addedP50: openRow?.addedP50Rounds ? median(openRow.addedP50Rounds) : openRow?.addedP50,
       addedP99: openRow?.addedP99Rounds ? median(openRow.addedP99Rounds) : openRow?.addedP99,

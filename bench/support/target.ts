@@ -1,4 +1,5 @@
 import { cpuSeconds, machineBusySeconds, peakRssMB, resetPeakRss } from './process.ts';
+import { CHAT_SURFACE, type RequestSurface } from './surfaces.ts';
 
 /** What the load is pointed at: the upstream directly, the floor proxy, a baseline, or a gateway. */
 export interface Target {
@@ -16,6 +17,13 @@ export interface Target {
   readonly headers: Readonly<Record<string, string>>;
   /** The gateway's admin listener (`/metrics`), when the target is a gateway. */
   readonly adminOrigin?: string;
+  /** The API its requests are sent in; unset: chat completions. */
+  readonly surface?: RequestSurface;
+}
+
+/** The API a target's requests are sent in. */
+export function surfaceOf(target: Target): RequestSurface {
+  return target.surface ?? CHAT_SURFACE;
 }
 
 /**

@@ -40,6 +40,8 @@ const labels = new Map([
   ['floor', 'floor'],
   ['slow', 'slow proxy'],
   ['gateway plain', 'gateway plain'],
+  ['floor messages', 'floor, Messages API'],
+  ['gateway messages', 'gateway messages'],
 ]);
 
 const closed = [
@@ -47,6 +49,8 @@ const closed = [
   row('closed loop', 'floor', { rate: 20_000, cpuPer10k: 0.4, others: 0.05 }),
   row('closed loop', 'slow', { rate: 2_000, ratioFloor: 0.1, cpuPer10k: 4, others: 0.3 }),
   row('closed loop', 'gateway plain', { rate: 18_000, ratioFloor: 0.9, cpuPer10k: 0.45, failed: 1 }),
+  row('closed loop', 'floor messages', { rate: 19_000, cpuPer10k: 0.42 }),
+  row('closed loop', 'gateway messages', { rate: 17_100, ratioFloor: 0.9, cpuPer10k: 0.47 }),
 ];
 const open = [
   row('open loop', 'direct', { rate: 999 }),
@@ -67,13 +71,31 @@ const memory = new Map([
 ]);
 
 describe('the headline table', () => {
-  const rows = headlineRows(labels, closed, open, 1000, memory);
+  const rows = headlineRows(labels, closed, open, 1000, memory, new Set(['floor', 'floor messages']));
 
   it('puts the floor at 1.00x and takes the open loop from the median of its rounds', () => {
     const floor = rows.find((r) => r.label === 'floor')!;
     expect(floor.ratioFloor).toBe(1);
     expect(floor.addedP50).toBe(0.2);
     expect(floor.addedP99).toBe(2);
+  });
+
+  it("puts each API's floor at 1.00x and keeps the other rows' own ratios", () => {
+    expect(rows.find((r) => r.label === 'floor, Messages API')!.ratioFloor).toBe(1);
+    expect(rows.find((r) => r.label === 'gateway messages')!.ratioFloor).toBe(0.9);
+    expect(rows.find((r) => r.label === 'slow proxy')!.ratioFloor).toBe(0.1);
+  });
+
+  it('gives a floor that was not measured in the closed loop no ratio', () => {
+    const table = headlineRows(
+      new Map([['floor messages', 'floor, Messages API']]),
+      [],
+      [],
+      1000,
+      new Map(),
+      new Set(['floor messages']),
+    );
+    expect(table[0]!.ratioFloor).toBeUndefined();
   });
 
   it('adds up failures over the sections and keeps the worst other load', () => {
