@@ -1,6 +1,9 @@
 /** The scorecard's results as markdown: what each client observed, row by row. */
 import type { Cell } from './cells.ts';
+import { cellText, escape, seconds } from './cell-text.ts';
 import type { CancelResult, CapacityResult, DrainResult } from './lifecycle.ts';
+import type { MessagesResults } from './messages-rows.ts';
+import { messagesSection } from './render-messages.ts';
 import type { ClientKind, SystemId } from './systems.ts';
 
 export interface FaultRow {
@@ -20,6 +23,8 @@ export interface Results {
   readonly requestsPerCell: number;
   readonly hangMs: number;
   readonly faults: readonly FaultRow[];
+  /** The Messages rows (absent from quick runs). */
+  readonly messages?: MessagesResults;
   readonly capacity: Partial<Record<SystemId, CapacityResult>>;
   readonly reload: Partial<Record<SystemId, { readonly cell: Cell; readonly reloads: number }>>;
   readonly drain: Partial<Record<SystemId, DrainResult>>;
@@ -27,27 +32,6 @@ export interface Results {
   readonly configs: Readonly<Record<string, unknown>>;
   /** The simulator's origin in this run, written as a placeholder in the configurations shown. */
   readonly simOrigin: string;
-}
-
-function seconds(ms: number): string {
-  if (!Number.isFinite(ms)) return '-';
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
-
-function escape(text: string): string {
-  return text.replaceAll('|', '\\|');
-}
-
-/** A cell in words: how many of each verdict, what the client saw, the median time. */
-export function cellText(cell: Cell | undefined): string {
-  if (cell === undefined) return 'not run';
-  const parts: string[] = [];
-  const { counts, details } = cell;
-  if (counts.completed > 0) parts.push(`${counts.completed} completed`);
-  if (counts.visible > 0) parts.push(`${counts.visible} failed visibly (${escape(details.visible ?? '')})`);
-  if (counts.silent > 0) parts.push(`**${counts.silent} failed silently** (${escape(details.silent ?? '')})`);
-  if (counts.hung > 0) parts.push(`**${counts.hung} hung** (${escape(details.hung ?? '')})`);
-  return `${parts.join(', ')}; p50 ${seconds(cell.p50Ms)}`;
 }
 
 interface Totals {
@@ -201,6 +185,18 @@ export function renderScorecard(results: Results): string {
     'for the response head: row 6), so in rows 5 and 10 it waits on the provider.',
   );
   lines.push('', `## Provider faults, ${CLIENT_WORDS.raw}`, '', ...faultTable(results, 'raw'));
+  const shown = (config: unknown) =>
+    JSON.stringify(config, null, 2).replaceAll(results.simOrigin, 'http://127.0.0.1:<sim port>');
+  if (results.messages !== undefined)
+    lines.push(
+      '',
+      ...messagesSection({
+        messages: results.messages,
+        systems,
+        gatewayConfig: shown(results.configs.gatewayMessages),
+        portkeyConfig: shown(results.configs.portkeyMessages),
+      }),
+    );
   lines.push(
     '',
     '## Under load, lifecycle, cancellation',
@@ -229,8 +225,6 @@ export function renderScorecard(results: Results): string {
     `| 17 | The client cancels after 3 chunks: does the provider hear of it? | ${per((id) => cancelText(results.cancel[id]))} |`,
     `| 18 | A mid-stream cut (row 7) read through the openai SDK | ${per((id) => sdkCutText(seven?.cells[id]?.sdk))} |`,
   );
-  const shown = (config: unknown) =>
-    JSON.stringify(config, null, 2).replaceAll(results.simOrigin, 'http://127.0.0.1:<sim port>');
   lines.push(
     '',
     '## Configuration used',

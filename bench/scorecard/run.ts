@@ -7,7 +7,8 @@
  *                               [--systems direct,gateway,gateway-strict,portkey]
  *
  * `--quick` (under two minutes, run by `make test`): the gateway's two modes only, two requests a
- * cell, shorter load rows; it writes no markdown unless `--out` is given.
+ * cell, shorter load rows, no Messages rows (the Messages fault matrix of the test suite reads the
+ * gateway through the Anthropic SDK there); it writes no markdown unless `--out` is given.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,8 @@ import { ROOT } from '../support/process.ts';
 import { observe, runBatch, summarize, type Cell } from './cells.ts';
 import { observeRaw, observeSdk } from './observe.ts';
 import { cancelRow, capacityRow, drainRow, reloadRow, type Pace } from './lifecycle.ts';
+import { messagesRows } from './messages-rows.ts';
+import { MESSAGES_SCENARIOS } from './messages-scenarios.ts';
 import { renderScorecard, totals, type FaultRow, type Results } from './render.ts';
 import { FAULT_SCENARIOS, type World } from './scenarios.ts';
 import {
@@ -25,7 +28,9 @@ import {
   directSystem,
   gatewayConfig,
   gatewaySystem,
+  messagesAliasOf,
   portkeyConfig,
+  portkeyMessagesConfig,
   portkeySystem,
   type ClientKind,
   type GatewaySystem,
@@ -55,6 +60,9 @@ for (const id of wanted)
   }
 const out = values.out ?? (quick ? undefined : join(ROOT, 'docs/resilience-scorecard.md'));
 const REQUESTS = quick ? 2 : 8;
+// The Messages rows are read two ways on up to eight columns: one batch of four a cell keeps the
+// whole run under ten minutes (their fault paths are deterministic, as the chat rows').
+const MESSAGES_REQUESTS = 4;
 const HANG_MS = quick ? 8000 : 12_000;
 const pace: Pace = quick
   ? { phases: [1, 2, 1], reloadSeconds: 2, cancellations: 1, hangMs: HANG_MS }
@@ -144,6 +152,9 @@ async function main(): Promise<number> {
     await undo?.();
     faults.push({ id: scenario.id, title: scenario.title, cells });
   }
+  const messages = quick
+    ? undefined
+    : await messagesRows(world, systems, { requests: MESSAGES_REQUESTS, hangMs: HANG_MS, log });
 
   const capacity: Results['capacity'] = {};
   for (const system of systems) {
@@ -182,6 +193,8 @@ async function main(): Promise<number> {
 
   const example = FAULT_SCENARIOS.find((scenario) => scenario.id === '7')!;
   const gatewayExample = gatewayConfig(world, false) as { targets: Record<string, unknown> };
+  const messagesExample = MESSAGES_SCENARIOS.find((scenario) => scenario.id === 'M1')!;
+  const messagesAlias = messagesAliasOf(messagesExample, 'passed-through', 'final');
   const results: Results = {
     date: new Date().toISOString().slice(0, 10),
     quick,
@@ -190,6 +203,7 @@ async function main(): Promise<number> {
       gateway: `${versionOf(join(ROOT, 'package.json'))} (${commit()})`,
       'Node.js': process.versions.node,
       'openai SDK': versionOf(join(ROOT, 'node_modules/openai/package.json')),
+      'Anthropic SDK': versionOf(join(ROOT, 'node_modules/@anthropic-ai/sdk/package.json')),
       ...(portkeyVersion === undefined ? {} : { Portkey: portkeyVersion }),
     },
     machine: `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Linux ${release()}`,
@@ -198,6 +212,7 @@ async function main(): Promise<number> {
     requestsPerCell: REQUESTS,
     hangMs: HANG_MS,
     faults,
+    ...(messages === undefined ? {} : { messages }),
     capacity,
     reload,
     drain,
@@ -209,6 +224,8 @@ async function main(): Promise<number> {
         targets: { [aliasOf(example, 'sdk')]: gatewayExample.targets[aliasOf(example, 'sdk')] },
       },
       portkey: portkeyConfig(example.preferred(world), world),
+      gatewayMessages: { targets: { [messagesAlias]: gatewayExample.targets[messagesAlias] } },
+      portkeyMessages: portkeyMessagesConfig(messagesExample.model, 'passed-through', world),
     },
     simOrigin: sim.origin,
   };

@@ -38,6 +38,14 @@ export const MODELS: readonly ModelSpec[] = [
   { name: 'no-done', fault: { mode: 'no_done', afterChunks: 3 } },
   { name: 'error-mid', fault: { mode: 'error_400_in_sse', afterChunks: 3 } },
   { name: 'long-stream', decodeMs: 40, outputTokens: 60 },
+  // The faults only the Messages rows use (the [fault] table applies to streamed /v1/messages too).
+  { name: 'error-envelope', fault: { mode: 'error_envelope_200', afterChunks: 3 } },
+  { name: 'no-usage', fault: { mode: 'no_usage', afterChunks: 3 } },
+  { name: 'cancelled', fault: { mode: 'cancelled_499', afterChunks: 3 } },
+  { name: 'mid-reasoning', fault: { mode: 'mid_reasoning', afterChunks: 3 } },
+  { name: 'mid-tool-call', fault: { mode: 'mid_tool_call', afterChunks: 3 } },
+  { name: 'cut-before-first', fault: { mode: 'cut_between_frames', afterChunks: 0 } },
+  { name: 'overloaded-before-first', fault: { mode: 'error_envelope_200', afterChunks: 0 } },
 ];
 
 function modelToml(model: ModelSpec): string {

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ABRUPT_FAULT_MODES, FAULT_MODES, type FaultMode } from '../fixtures/fault-modes.js';
 import { STANDARD_MESSAGES } from '../fixtures/strict-errors.js';
@@ -9,6 +8,7 @@ import { ROOT } from '../helpers/process.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
 import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { extractSection, renderFaultMatrix, type MatrixRow, type Scenario } from './report.ts';
+import { ENDINGS, attemptsText, errorsText, settle } from './matrix-cells.js';
 import {
   SOAK,
   deltas,
@@ -18,11 +18,9 @@ import {
   scrape,
   simModels,
   sumOf,
-  waitFor,
   waitSimIdle,
   writeResults,
   type Exchange,
-  type Series,
 } from './support.js';
 
 /**
@@ -261,36 +259,6 @@ function summarize(text: string): string {
   return runs.length === 0 ? 'nothing' : runs.join(', ');
 }
 
-const ENDINGS: Record<Exchange['end'], string> = {
-  clean: 'clean end',
-  transport_error: 'transport error',
-  gave_up: 'client gave up (stalled)',
-  no_response: 'connection failed',
-};
-
-function providerName(label: string | undefined): string {
-  if (label === undefined) return '?';
-  return label.startsWith('http') ? 'sim' : label;
-}
-
-function attemptsText(before: Series, after: Series, model: string): string {
-  const list = deltas(before, after, 'gateway_upstream_attempts_total')
-    .filter((d) => d.labels.model === model)
-    .map((d) => ({
-      provider: providerName(d.labels.provider),
-      outcome: d.labels.outcome ?? '?',
-      n: d.delta,
-    }));
-  // Order of attempts: the first provider before the backup; a committed attempt is always the last.
-  list.sort((a, b) => Number(a.outcome === 'committed') - Number(b.outcome === 'committed'));
-  return list.map((a) => `${a.provider}: ${a.outcome}${a.n > 1 ? ` x${a.n}` : ''}`).join('; ') || '-';
-}
-
-function errorsText(before: Series, after: Series, model: string): string {
-  const list = deltas(before, after, 'gateway_upstream_errors_total').filter((d) => d.labels.model === model);
-  return list.map((d) => `${d.labels.reason} x${d.delta}`).join(', ') || '-';
-}
-
 // --- expectations --------------------------------------------------------------------------------
 
 interface Expected {
@@ -387,17 +355,7 @@ async function runCell(setup: Setup, mode: FaultMode): Promise<MatrixRow> {
   // Slots: the in-flight gauge returns to 0, the upstream request is over (a stalled one aborted),
   // and the next request with the same key is admitted by every limit (target concurrency 1,
   // account in-flight 1, provider concurrency 1 in the pool).
-  const gaugeZero = await waitFor('the in-flight gauge to return to 0', async () =>
-    sumOf(await scrape(gateway.adminUrl), 'gateway_model_inflight', { model: setup.model }) === 0
-      ? true
-      : undefined,
-  ).catch(() => false);
-  const upstreamIdle = await waitSimIdle(sim.baseUrl).then(
-    () => true,
-    () => false,
-  );
-  await sleep(100);
-  const after = await scrape(gateway.adminUrl);
+  const { gaugeZero, upstreamIdle, after } = await settle(gateway.adminUrl, sim.baseUrl, setup.model);
   const failedOver = backup.requests.length - backupBefore;
   const probe = await postJson(
     gateway.url,

@@ -26,6 +26,7 @@ function read(suite: string): ResultsFile | undefined {
 
 const files = {
   faultMatrix: read('fault-matrix'),
+  messagesFaultMatrix: read('messages-fault-matrix'),
   upstreamFailures: read('upstream-failures'),
   loadLifecycle: read('load-lifecycle'),
   hostileInput: read('hostile-input'),

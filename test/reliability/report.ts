@@ -33,6 +33,30 @@ export interface MatrixRow {
   slots: string;
 }
 
+/** One cell of the Messages fault matrix: what one fault mode did in one setup, read by the Anthropic SDK. */
+export interface MessagesMatrixRow {
+  mode: string;
+  scenario: string;
+  /** HTTP status the client got, or `none`. */
+  status: string;
+  /** The events on the wire, summarized (e.g. `message_start, ping, text block, text delta x2`). */
+  sees: string;
+  /** How the response ended for the client. */
+  end: string;
+  /** What `finalMessage()` of the official SDK returned or raised. */
+  sdk: string;
+  /** `no`, or which provider served after the failover. */
+  failover: string;
+  /** The `outcome` label `gateway_requests_total` counted the request under. */
+  outcome: string;
+  /** `gateway_upstream_attempts_total` increments, `provider: outcome` in order. */
+  attempts: string;
+  /** `gateway_upstream_errors_total` increments by reason, or `-`. */
+  upstreamErrors: string;
+  /** Every limit slot free again afterwards (in-flight gauge 0, upstream slot free, next request admitted). */
+  slots: string;
+}
+
 export interface Scenario {
   id: string;
   description: string;
@@ -41,6 +65,12 @@ export interface Scenario {
 export interface FaultMatrixResults {
   scenarios: Scenario[];
   rows: MatrixRow[];
+  figures: { faultRequests: number; rounds: number; durationSeconds: number };
+}
+
+export interface MessagesFaultMatrixResults {
+  scenarios: Scenario[];
+  rows: MessagesMatrixRow[];
   figures: { faultRequests: number; rounds: number; durationSeconds: number };
 }
 
@@ -119,6 +149,7 @@ export interface FuzzResults {
 export interface ResultsBundle {
   soak: boolean;
   faultMatrix?: FaultMatrixResults;
+  messagesFaultMatrix?: MessagesFaultMatrixResults;
   upstreamFailures?: UpstreamFailureResults;
   loadLifecycle?: Partial<LoadLifecycleResults>;
   hostileInput?: HostileInputResults;
@@ -182,6 +213,46 @@ export function renderFaultMatrix(results: Pick<FaultMatrixResults, 'scenarios' 
   ].join('\n');
 }
 
+/** The compared Messages fault-matrix section (without its markers). */
+export function renderMessagesFaultMatrix(
+  results: Pick<MessagesFaultMatrixResults, 'scenarios' | 'rows'>,
+): string {
+  const scenarios = results.scenarios.map((s) => `- **${s.id}**: ${s.description}`).join('\n');
+  const rows = results.rows.map((r) => [
+    `\`${r.mode}\``,
+    r.scenario,
+    r.status,
+    r.sees,
+    r.end,
+    r.sdk,
+    r.failover,
+    `\`${r.outcome}\``,
+    r.attempts,
+    r.upstreamErrors,
+    r.slots,
+  ]);
+  return [
+    scenarios,
+    '',
+    table(
+      [
+        'fault',
+        'setup',
+        'status',
+        'client received',
+        'end',
+        'the SDK (`finalMessage()`)',
+        'failover',
+        'outcome (metric)',
+        'attempts (metric)',
+        'upstream errors (metric)',
+        'slots released',
+      ],
+      rows,
+    ),
+  ].join('\n');
+}
+
 /** The compared upstream-failures section (without its markers). */
 export function renderUpstreamFailures(rows: UpstreamFailureRow[]): string {
   return table(
@@ -230,6 +301,13 @@ function figures(bundle: ResultsBundle): string {
       `${number(f.figures.faultRequests)} faulted streams (${f.rows.length} cells x ${f.figures.rounds} round(s), identical in every round) in ${f.figures.durationSeconds.toFixed(0)} s`,
     ]);
   } else missing.push('fault-matrix');
+  const m = bundle.messagesFaultMatrix;
+  if (m) {
+    rows.push([
+      'faults injected (Messages fault matrix)',
+      `${number(m.figures.faultRequests)} faulted streams (${m.rows.length} cells x ${m.figures.rounds} round(s), identical in every round) in ${m.figures.durationSeconds.toFixed(0)} s`,
+    ]);
+  } else missing.push('messages-fault-matrix');
   const u = bundle.upstreamFailures;
   if (u) {
     rows.push(['upstream failures injected', `${number(u.figures.failuresInjected)} requests`]);
@@ -342,6 +420,32 @@ export function renderReport(bundle: ResultsBundle): string {
   const f = bundle.faultMatrix;
   parts.push(f ? renderFaultMatrix(f) : '_No results: run the fault-matrix suite._');
   parts.push(end('fault-matrix'), '');
+  parts.push(
+    '## Fault matrix on the Messages API',
+    '',
+    "The same eleven faults on Anthropic's Messages API (`POST /v1/messages`, the simulator's",
+    "Anthropic framing of each fault: `message_start`, `ping` and the first block's start, then two",
+    'content deltas five milliseconds apart, or none in the pool setups), read by the official',
+    '`@anthropic-ai/sdk` as an application reads a stream: `messages.stream(...).finalMessage()`, which',
+    'either resolves with a message or rejects. "The SDK" says which, and with what: a message it',
+    'returned always ended with `message_stop` and a stop reason, and a broken stream always made',
+    'it raise (the suite fails otherwise). The application gives up on a stalled stream after 2.5 s',
+    '(`stream.abort()`). "Client received" lists the events on the wire in order (runs as `xN`,',
+    '`text block` a `content_block_start` of a text block, `text delta` a `content_block_delta`,',
+    '`unnamed error frame` a `data:` line with an error and no `event:` line, which the SDK skips)',
+    "and any torn frame; an error event's words are the provider's or the gateway's own. A response",
+    'that ends cleanly ends with `message_stop` or an error event, so an application that iterates',
+    'the events never takes a cut stream for a whole one. Passed through, `no_usage` keeps the',
+    "provider's events without `usage`, on which the SDK raises (it reads `message_delta`'s",
+    '`usage.output_tokens`). Limits, slots and metrics as in the chat matrix above; the pool setups',
+    'have `concurrency_limit` 1 on the first provider and a stub backup that answers `BACKUP` in the',
+    'API it is asked in.',
+    '',
+    begin('messages-fault-matrix'),
+  );
+  const m = bundle.messagesFaultMatrix;
+  parts.push(m ? renderMessagesFaultMatrix(m) : '_No results: run the messages-fault-matrix suite._');
+  parts.push(end('messages-fault-matrix'), '');
   parts.push(
     '## Upstream failures',
     '',

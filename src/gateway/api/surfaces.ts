@@ -33,6 +33,8 @@ export interface ApiSurface {
    * no client reads what came as a whole answer.
    */
   readonly cutAfterErrorEvent: boolean;
+  /** The event `type` that ends a stream cleanly (its `streamEnd`); undefined: `[DONE]` or none. */
+  readonly endEvent: string | undefined;
   /** A successful response reports token usage (`usage`). */
   readonly reportsUsage: boolean;
   /** The schema strict mode validates it against; undefined: strict mode does not serve it. */
@@ -80,6 +82,7 @@ export const CHAT_COMPLETIONS: ApiSurface = Object.freeze({
   streamOptions: true,
   streamEnd: DONE_AT_END,
   cutAfterErrorEvent: true,
+  endEvent: undefined,
   reportsUsage: true,
   strict: 'chat_completions',
   reasoning: 'chat_completions',
@@ -98,6 +101,7 @@ export const COMPLETIONS: ApiSurface = Object.freeze({
   streamOptions: true,
   streamEnd: DONE_AT_END,
   cutAfterErrorEvent: true,
+  endEvent: undefined,
   reportsUsage: true,
   strict: undefined,
   reasoning: undefined,
@@ -118,6 +122,7 @@ export const RESPONSES: ApiSurface = Object.freeze({
   streamOptions: false,
   streamEnd: undefined,
   cutAfterErrorEvent: false,
+  endEvent: undefined,
   reportsUsage: true,
   strict: 'responses',
   reasoning: 'responses',
@@ -136,6 +141,7 @@ export const EMBEDDINGS: ApiSurface = Object.freeze({
   streamOptions: false,
   streamEnd: undefined,
   cutAfterErrorEvent: false,
+  endEvent: undefined,
   reportsUsage: true,
   strict: 'embeddings',
   reasoning: undefined,
@@ -159,6 +165,7 @@ export const MESSAGES: ApiSurface = Object.freeze({
   streamOptions: false,
   streamEnd: MESSAGE_STOP_AT_END,
   cutAfterErrorEvent: false,
+  endEvent: 'message_stop',
   reportsUsage: true,
   strict: 'messages',
   reasoning: undefined,
@@ -178,6 +185,7 @@ export const COUNT_TOKENS: ApiSurface = Object.freeze({
   streamOptions: false,
   streamEnd: undefined,
   cutAfterErrorEvent: false,
+  endEvent: undefined,
   reportsUsage: false,
   // Strict mode serves what it can validate; a count request has no schema of its own there.
   strict: undefined,

@@ -15,7 +15,7 @@ export interface LeadingFrames {
     readonly state: LeadingState;
     readonly firstDataFrame: boolean;
   };
-  /** `open` until a terminal state: the `[DONE]` sentinel, an error event, or the event-size cap. */
+  /** `open` until a terminal state: the end (`[DONE]`, the surface's end event), an error event, or the event-size cap. */
   readonly state: LeadingState;
   /** An error before any data frame ("an error inside a 200"), by the status it stands for. */
   readonly leadingError: { readonly upstreamStatus: number } | undefined;
@@ -61,11 +61,15 @@ export class RawLeadingFrames implements LeadingFrames {
       this.state = 'error_event';
       return;
     }
+    const type = (value as { readonly type?: unknown } | undefined)?.type;
+    if (type !== undefined && type === this.#surface?.endEvent) {
+      this.state = 'done';
+      return;
+    }
     // Where the surface names the event that carries the first token, the events before it (a
     // Messages stream's `message_start`, `content_block_start`, `ping`) are held with the head.
     const firstToken = this.#surface?.firstTokenEvent;
-    if (firstToken !== undefined && (value as { readonly type?: unknown } | undefined)?.type !== firstToken)
-      return;
+    if (firstToken !== undefined && type !== firstToken) return;
     this.#firstInPush = true;
   }
 }

@@ -228,17 +228,35 @@ async function respondStream(
   const frames = leadingFramesFor(ctx, mode, deps.sseBufferLimit);
   const held: (string | Buffer)[] = [];
   // The provider's bytes, in its framing (chat completions, for a translated stream).
-  const served = new ServedStream(mode.kind === 'translated' ? CHAT_COMPLETIONS : ctx.surface);
+  const framing = mode.kind === 'translated' ? CHAT_COMPLETIONS : ctx.surface;
+  const served = new ServedStream(framing);
+  let firstToken = false;
   const stop = await readUntil(response, (chunk) => {
     served.push(chunk);
     const step = frames.push(chunk);
     if (step.output.length > 0) held.push(step.output);
-    if (step.firstDataFrame && (mode.kind === 'strict' || mode.kind === 'translated'))
-      attempt.probe?.firstToken(attempt.elapsedMs());
+    if (step.firstDataFrame) {
+      firstToken = true;
+      if (mode.kind === 'strict' || mode.kind === 'translated')
+        attempt.probe?.firstToken(attempt.elapsedMs());
+    }
     return step.state !== 'open' || step.firstDataFrame;
   });
   if (stop.kind === 'failed') {
     attempt.failed(stop.error, 'body');
+    return;
+  }
+  // Ended before its first token without its end marker: nothing was served, and another provider
+  // may answer (a stream that served nothing is not committed for its held frames alone).
+  if (
+    stop.kind === 'ended' &&
+    !firstToken &&
+    frames.state === 'open' &&
+    framing?.streamEnd !== undefined &&
+    attempt.canFailOver &&
+    !ctx.isClosed
+  ) {
+    attempt.failed(ENDED_BEFORE_FIRST_TOKEN, 'body');
     return;
   }
   if (ctx.isClosed) {
@@ -370,6 +388,8 @@ function translatedError(status: number, value: unknown, masked: boolean): Anthr
 function maskedMessage(status: number): string {
   return status >= 500 ? 'The upstream provider failed.' : 'The upstream provider rejected the request.';
 }
+
+const ENDED_BEFORE_FIRST_TOKEN = new Error('the stream ended before its first token, without its end marker');
 
 /** A body read whole and committed: its end, and the usage it reported. */
 function bodyServed(ctx: RequestContext, bytes: Buffer): void {

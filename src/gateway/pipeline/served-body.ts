@@ -92,6 +92,21 @@ export class ServedStream {
     return end.test(tail);
   }
 
+  /**
+   * The bytes so far stop inside an event (not after the blank line that ends one): nothing can be
+   * written after them as an event of its own.
+   */
+  endsInsideEvent(): boolean {
+    const last = this.#last;
+    if (last === undefined) return false;
+    const tail = last.length >= 2 ? last : Buffer.concat([this.#previous ?? EMPTY, last]);
+    const n = tail.length;
+    if (n === 0) return false;
+    const end = tail[n - 1];
+    if (end === 0x0d) return tail[n - 2] !== 0x0d;
+    return end !== 0x0a || (tail[n - 2] !== 0x0a && !(tail[n - 2] === 0x0d && tail[n - 3] === 0x0a));
+  }
+
   /** An error event was seen in a chunk so far (one split across chunks shows only at the end). */
   errorSeen(): boolean {
     return this.#sawError;
@@ -121,6 +136,7 @@ function typeMarker(type: string | undefined): Buffer | undefined {
   return marker;
 }
 
+const EMPTY = Buffer.alloc(0);
 const DATA_FIELD = Buffer.from('data:');
 const DONE_DATA = /^data: ?\[DONE\]/;
 

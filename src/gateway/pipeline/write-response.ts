@@ -239,7 +239,7 @@ class ForwardToClient extends ClientBodyWriter {
     const out = this.#filtered(head);
     if (out.length > 0) this.ctx.res.write(out);
     this.response.drain();
-    this.#endStream(served, 'error_event');
+    this.#endStream(served, 'error_event', true);
   }
 
   bodyEnded(): void {
@@ -248,7 +248,8 @@ class ForwardToClient extends ClientBodyWriter {
     const rest = this.#filter?.end();
     if (rest !== undefined) ctx.res.write(rest);
     if (served instanceof ServedStream) {
-      this.#endStream(served, STREAM_ENDS[served.streamEnd()]);
+      const end = STREAM_ENDS[served.streamEnd()];
+      this.#endStream(served, end === 'unterminated' && served.endsInsideEvent() ? 'incomplete' : end, true);
       return;
     }
     // An error inside the 200 reports no usage.
@@ -267,20 +268,24 @@ class ForwardToClient extends ClientBodyWriter {
     }
     logBodyFailure(this.ctx, this.attempt, error, this.deps);
     if (served instanceof ServedStream) {
-      this.#endStream(served, 'broken');
+      // A half-sent event takes no event after it: such a stream can only be cut.
+      this.#endStream(served, served.endsInsideEvent() ? 'incomplete' : 'broken', false);
       return;
     }
     this.ctx.served?.bodyDone(undefined, undefined);
     endStreamAs(this.ctx, this.attempt, streamEnding(this.ctx.surface, 'raw', 'broken'));
   }
 
-  /** A passed-through stream ended as `end`: its usage and first token are recorded, and the ending carried out. */
-  #endStream(served: ServedStream, end: StreamEnd): void {
+  /**
+   * A passed-through stream ended as `end`: its first token and (when its body was read to its end)
+   * its usage are recorded, and the ending carried out.
+   */
+  #endStream(served: ServedStream, end: StreamEnd, readToEnd: boolean): void {
     const ctx = this.ctx;
     // A stream passed through in strict mode (a Messages answer of a provider that speaks the API)
     // ends as strict mode ends a broken stream: with its error event.
     const ending = streamEnding(ctx.surface, ctx.strictEndpoint === undefined ? 'raw' : 'strict', end);
-    ctx.served?.bodyDone(served.firstDataAt, end === 'broken' ? undefined : served.usage());
+    ctx.served?.bodyDone(served.firstDataAt, readToEnd ? served.usage() : undefined);
     endStreamAs(ctx, this.attempt, ending);
   }
 }
