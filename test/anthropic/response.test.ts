@@ -160,7 +160,6 @@ describe('chatToMessages', () => {
     ['{"file_path":', 'not JSON'],
     ['[1,2]', 'an array'],
     ['"text"', 'a string'],
-    ['', 'empty'],
   ])('fails on arguments %j (%s), naming the tool call, never sending {}', (args) => {
     const message = failure(
       completion(
@@ -177,6 +176,16 @@ describe('chatToMessages', () => {
     expect(message).toContain('"Read"');
     expect(message).toContain('call_bad');
     expect(message).toContain('not a JSON object');
+  });
+
+  it('reads empty arguments as a call without arguments: input {}', () => {
+    const body = translated(
+      completion(
+        { tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'Now', arguments: ' ' } }] },
+        { finish_reason: 'tool_calls' },
+      ),
+    );
+    expect(body.content).toEqual([{ type: 'tool_use', id: 'call_0', name: 'Now', input: {} }]);
   });
 
   it('fails on a tool call without a name', () => {

@@ -48,6 +48,8 @@ beforeAll(async () => {
     targets: {
       native: { url: `${sim.baseUrl}/v1`, api: 'anthropic', gateway_model: 'm' },
       chat: { url: `${sim.baseUrl}/v1`, gateway_model: 'm' },
+      'recorded-native': { url: `${recorder.url}/v1`, api: 'anthropic' },
+      'recorded-chat': { url: `${recorder.url}/v1` },
     },
   });
   gateway = await startGateway({
@@ -61,7 +63,14 @@ beforeAll(async () => {
         pricing: PRICES,
       },
       chat: { url: `${sim.baseUrl}/v1`, gateway_model: 'm', keys: ['alice'], pricing: PRICES },
-      recorded: { url: `${recorder.url}/v1`, api: 'anthropic', keys: ['alice'] },
+      recorded: { url: `${recorder.url}/v1`, api: 'anthropic', keys: ['alice'], pricing: PRICES },
+      limited: {
+        url: `${sim.baseUrl}/v1`,
+        api: 'anthropic',
+        gateway_model: 'm',
+        keys: ['alice'],
+        rate_limit: { requests_per_second: 0.01, burst_size: 1 },
+      },
     },
   });
 });
@@ -257,7 +266,7 @@ describe('the Messages API, around the answer', () => {
 
   it('lists the models in Anthropic shape for a client that sends anthropic-version', async () => {
     const page = await client().models.list();
-    expect(page.data.map((model) => model.id)).toEqual(['native', 'chat', 'recorded']);
+    expect(page.data.map((model) => model.id)).toEqual(['native', 'chat', 'recorded', 'limited']);
     expect(page.data[0]).toMatchObject({ type: 'model', display_name: 'native' });
     expect(Number.isNaN(Date.parse(page.data[0]!.created_at))).toBe(false);
     const openai = await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
@@ -283,6 +292,74 @@ describe('the Messages API, around the answer', () => {
     expect(response.headers.get('x-gateway-token-count')).toBe('estimate');
     expect(estimated.input_tokens).toBeGreaterThan(5);
     expect(estimated.input_tokens).toBeLessThan(40);
+  });
+
+  it("answers the gateway's own limits in Anthropic shape, with the rate-limit headers", async () => {
+    const ask = { model: 'limited', max_tokens: 8, messages: [{ role: 'user' as const, content: 'hi' }] };
+    await client().messages.create(ask);
+    const refused = await client()
+      .messages.create(ask)
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(Anthropic.RateLimitError);
+    const error = refused as InstanceType<typeof Anthropic.RateLimitError>;
+    expect(error.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+    expect(error.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+  });
+
+  it('names only header-safe dropped fields, counting the others', async () => {
+    const { response } = await client()
+      .messages.create({
+        model: 'chat',
+        max_tokens: 8,
+        ключ: 1,
+        'a b': 2,
+        messages: [{ role: 'user', content: 'hi' }],
+      } as unknown as Anthropic.MessageCreateParamsNonStreaming)
+      .withResponse();
+    expect(response.headers.get('x-gateway-translation-dropped')).toBe('(2 more)');
+  });
+
+  it('prices cache writes at cache_write_per_million', async () => {
+    recorder.respondWith((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'msg_1',
+          type: 'message',
+          role: 'assistant',
+          model: 'up',
+          content: [{ type: 'text', text: 'ok' }],
+          stop_reason: 'end_turn',
+          stop_sequence: null,
+          usage: {
+            input_tokens: 10,
+            cache_creation_input_tokens: 1000,
+            cache_read_input_tokens: 100,
+            output_tokens: 5,
+          },
+        }),
+      );
+    });
+    const labels = { model: 'recorded', account: 'team-a', key: 'alice' };
+    const read = async (name: string, extra: Record<string, string> = {}): Promise<number> =>
+      metricValue(await gateway.metrics(), name, { ...labels, ...extra }) ?? 0;
+    const before = await read('gateway_cost_total');
+    const writesBefore = await read('gateway_tokens_total', { type: 'cache_write' });
+    await client().messages.create({
+      model: 'recorded',
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    await until(
+      async () => (await read('gateway_tokens_total', { type: 'cache_write' })) - writesBefore === 1000,
+    );
+    const expected =
+      (10 * PRICES.prompt_per_million +
+        100 * PRICES.cached_prompt_per_million +
+        1000 * PRICES.cache_write_per_million +
+        5 * PRICES.completion_per_million) /
+      1e6;
+    expect((await read('gateway_cost_total')) - before).toBeCloseTo(expected, 9);
   });
 
   it('answers an unknown model with not_found_error', async () => {
@@ -406,6 +483,51 @@ describe('the Messages API in strict mode', () => {
       } as Anthropic.MessageCreateParamsNonStreaming);
       expect(message.content).toEqual([expect.objectContaining({ type: 'text', text: 'Fine.' })]);
     }
+  });
+
+  it("never forwards an untrusted provider's error words, passed through or translated", async () => {
+    const secret = 'SECRET-UPSTREAM-DETAIL';
+    recorder.respondWith((req, res) => {
+      if (req.url.includes('/messages')) {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: secret } }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(
+        `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: { content: 'Hi' } }] })}\n\n`,
+      );
+      res.end(`data: ${JSON.stringify({ error: { message: secret, code: 503 } })}\n\n`);
+    });
+    const native = await fetch(`${strict.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'recorded-native',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    const nativeText = await native.text();
+    expect(native.status).toBe(502);
+    expect(nativeText).not.toContain(secret);
+    expect(JSON.parse(nativeText)).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+
+    const translated = await fetch(`${strict.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'recorded-chat',
+        max_tokens: 8,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    const streamText = await translated.text();
+    expect(streamText).not.toContain(secret);
+    expect(streamText.trimEnd().split('\n\n').at(-1)).toMatch(
+      /^event: error\ndata: \{"type":"error","error":\{"type":"overloaded_error"/,
+    );
   });
 
   it('ends a stream the provider cut with an Anthropic error event, both routes', async () => {

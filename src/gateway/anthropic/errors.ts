@@ -1,3 +1,6 @@
+import { anthropicErrorType } from '../api/anthropic-error-status.js';
+import { maskUpstreamStatus } from '../strict/errors.js';
+
 /**
  * Errors in the Anthropic Messages API's shape: the JSON body `{type: "error", error: {type,
  * message}}` and the same object as an SSE `error` event, with the error type Anthropic uses for
@@ -9,28 +12,22 @@ export interface AnthropicErrorBody {
   readonly error: { readonly type: string; readonly message: string };
 }
 
-const ERROR_TYPES: ReadonlyMap<number, string> = new Map([
-  [400, 'invalid_request_error'],
-  [401, 'authentication_error'],
-  [402, 'billing_error'],
-  [403, 'permission_error'],
-  [404, 'not_found_error'],
-  [413, 'request_too_large'],
-  [429, 'rate_limit_error'],
-  [503, 'overloaded_error'],
-  [504, 'timeout_error'],
-  [529, 'overloaded_error'],
-]);
-
-/** The Anthropic error type of an HTTP status: the table above, else by class (5xx, 4xx). */
-export function anthropicErrorType(status: number): string {
-  const known = ERROR_TYPES.get(status);
-  if (known !== undefined) return known;
-  return status >= 500 && status <= 599 ? 'api_error' : 'invalid_request_error';
-}
+export { anthropicErrorType };
 
 export function anthropicErrorBody(status: number, message: string): AnthropicErrorBody {
   return { type: 'error', error: { type: anthropicErrorType(status), message } };
+}
+
+/**
+ * Strict mode's words for an untrusted provider's error (its own are never forwarded): the masked
+ * status (spec 4.5) and a message that says only which side failed.
+ */
+export function maskedAnthropicError(status: number): AnthropicErrorBody {
+  const masked = maskUpstreamStatus(status);
+  return anthropicErrorBody(
+    masked,
+    masked >= 500 ? 'The upstream provider failed.' : 'The upstream provider rejected the request.',
+  );
 }
 
 /** The SSE event a Messages stream ends with when it fails. */

@@ -137,6 +137,8 @@ function toolUseBlock(id: unknown, fn: unknown, label: string): JsonRecord | str
 export function parseArguments(value: unknown): JsonRecord | undefined {
   if (isRecord(value)) return value;
   if (typeof value !== 'string') return undefined;
+  // A call without arguments: some providers send nothing where vLLM sends `{}`.
+  if (value.trim() === '') return {};
   try {
     const parsed: unknown = JSON.parse(value);
     return isRecord(parsed) ? parsed : undefined;

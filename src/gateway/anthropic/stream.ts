@@ -1,6 +1,6 @@
 import { SseParser, classifyData, type SseEvent } from '../../lib/sse.js';
 import { embeddedError, embeddedStatus } from '../api/embedded-error.js';
-import { anthropicErrorEvent, openAiErrorMessage } from './errors.js';
+import { anthropicErrorEvent, maskedAnthropicError, openAiErrorMessage } from './errors.js';
 import { generatedToolUseId, messageId } from './ids.js';
 import { messagesUsage, stopOutcome, type StopOutcome } from './outcome.js';
 import { parseArguments, reasoningText } from './response.js';
@@ -52,6 +52,8 @@ export interface ChatToMessagesStreamOptions {
   readonly stopSequences?: readonly string[];
   /** `--sse-buffer-limit`: the cap on an unfinished upstream event. */
   readonly maxPendingBytes: number;
+  /** Strict mode and an untrusted provider: its error events say only the masked status. */
+  readonly masked?: boolean;
 }
 
 /**
@@ -117,6 +119,7 @@ export class ChatToMessagesStream {
   readonly #parser: SseParser;
   readonly #modelJson: string;
   readonly #stopSequences: readonly string[] | undefined;
+  readonly #masked: boolean;
 
   #state: ChatToMessagesState = 'open';
   /** Output of the step in progress. */
@@ -147,6 +150,7 @@ export class ChatToMessagesStream {
   constructor(options: ChatToMessagesStreamOptions) {
     this.#modelJson = JSON.stringify(options.model);
     this.#stopSequences = options.stopSequences;
+    this.#masked = options.masked ?? false;
     this.#parser = new SseParser(
       { onEvent: (event) => this.#onEvent(event) },
       { maxPendingBytes: options.maxPendingBytes },
@@ -439,7 +443,12 @@ export class ChatToMessagesStream {
   }
 
   #fail(status: number, message: string): void {
-    this.#out += anthropicErrorEvent(status, message);
+    if (this.#masked) {
+      const masked = maskedAnthropicError(status);
+      this.#out += `event: error\ndata: ${JSON.stringify(masked)}\n\n`;
+    } else {
+      this.#out += anthropicErrorEvent(status, message);
+    }
     this.#state = 'error_event';
     this.#error = { upstreamStatus: status, message };
   }

@@ -30,7 +30,7 @@ export function embeddedError(value: unknown): unknown {
  * whose error is the event itself or its response's `error`.
  */
 export function eventError(surface: ApiSurface | undefined, value: unknown): unknown {
-  if (surface?.errorShape === 'anthropic') return anthropicError(value);
+  if (surface?.errorShape === 'anthropic') return anthropicError(surface, value);
   const embedded = embeddedError(value);
   if (embedded !== undefined || surface === undefined || surface.failureEventTypes.length === 0)
     return embedded;
@@ -44,9 +44,10 @@ export function eventError(surface: ApiSurface | undefined, value: unknown): unk
  * the status its type stands for as its `code` (the one field every reader of an embedded error
  * reads), or undefined for anything else.
  */
-function anthropicError(value: unknown): unknown {
+function anthropicError(surface: ApiSurface, value: unknown): unknown {
   const event = value as { readonly type?: unknown; readonly error?: unknown } | null;
-  if (typeof event !== 'object' || event === null || event.type !== 'error') return undefined;
+  if (typeof event !== 'object' || event === null || typeof event.type !== 'string') return undefined;
+  if (!surface.failureEventTypes.includes(event.type)) return undefined;
   const error = typeof event.error === 'object' && event.error !== null ? event.error : {};
   return { ...error, code: anthropicErrorStatus((error as { readonly type?: unknown }).type) };
 }

@@ -7,13 +7,19 @@ import {
   embeddedError,
   embeddedStatus,
   invalidUpstreamResponseBody,
+  maskUpstreamStatus,
   standaloneJsonResponse,
   standaloneUpstreamErrorBody,
   standardizeUpstreamError,
   strictJsonResponse,
 } from '../strict/index.js';
 import { recordResponseSummary } from '../telemetry/tracing.js';
-import { anthropicErrorBody, fromOpenAiError, type AnthropicErrorBody } from '../anthropic/errors.js';
+import {
+  anthropicErrorBody,
+  fromOpenAiError,
+  maskedAnthropicError,
+  type AnthropicErrorBody,
+} from '../anthropic/errors.js';
 import { chatToMessages } from '../anthropic/response.js';
 import { ChatToMessagesStream } from '../anthropic/stream.js';
 import { CHAT_COMPLETIONS } from '../api/surfaces.js';
@@ -116,6 +122,14 @@ function writeErrorStatus(
   const status = response.statusCode;
   const mode = attempt.mode;
   if (mode.kind === 'raw') {
+    // A Messages answer passed through in strict mode: an untrusted provider's error is strict
+    // mode's to word (its masked status, Anthropic's shape); a trusted one's passes as sent.
+    if (ctx.strictEndpoint !== undefined && !attempt.provider.trusted) {
+      logAndDropErrorBody(ctx, attempt, status, response, deps);
+      const masked = maskedAnthropicError(status);
+      answerJson(ctx, attempt, maskUpstreamStatus(status), undefined, JSON.stringify(masked));
+      return;
+    }
     passThrough(ctx, attempt, response, [], deps);
     return;
   }
@@ -150,7 +164,18 @@ async function respondBody(
   }
   if (read.kind === 'too_large') {
     attempt.commit();
-    if (mode.kind === 'raw') {
+    if (mode.kind === 'translated') {
+      response.discard();
+      ctx.endedAs('upstream_error');
+      const message = "The provider's answer is too large to translate.";
+      answerJson(
+        ctx,
+        attempt,
+        INVALID_UPSTREAM_STATUS,
+        undefined,
+        JSON.stringify(anthropicErrorBody(INVALID_UPSTREAM_STATUS, message)),
+      );
+    } else if (mode.kind === 'raw') {
       passThrough(ctx, attempt, response, read.chunks, deps);
     } else {
       response.discard();
@@ -302,6 +327,7 @@ function leadingFramesFor(
         model: ctx.translation!.model,
         stopSequences: ctx.translation!.stopSequences,
         maxPendingBytes: sseBufferLimit,
+        masked: mode.strict && !mode.trusted,
       });
     case 'strict':
     case 'standalone':
@@ -377,16 +403,13 @@ async function answerTranslatedError(
   const read = await readWhole(response, MAX_TRANSLATED_ERROR_BYTES);
   if (read.kind === 'too_large') response.discard();
   const value = read.kind === 'complete' ? parseJsonSafe(read.bytes.toString('utf8')) : undefined;
-  answerJson(ctx, attempt, status, undefined, JSON.stringify(translatedError(status, value, masked)));
+  const body = translatedError(status, value, masked);
+  answerJson(ctx, attempt, masked ? maskUpstreamStatus(status) : status, undefined, JSON.stringify(body));
 }
 
-/** A chat provider's error value in Anthropic's shape; masked: a message that says only the status's kind. */
+/** A chat provider's error value in Anthropic's shape; masked: strict mode's words for it. */
 function translatedError(status: number, value: unknown, masked: boolean): AnthropicErrorBody {
-  return masked ? anthropicErrorBody(status, maskedMessage(status)) : fromOpenAiError(status, value);
-}
-
-function maskedMessage(status: number): string {
-  return status >= 500 ? 'The upstream provider failed.' : 'The upstream provider rejected the request.';
+  return masked ? maskedAnthropicError(status) : fromOpenAiError(status, value);
 }
 
 const ENDED_BEFORE_FIRST_TOKEN = new Error('the stream ended before its first token, without its end marker');

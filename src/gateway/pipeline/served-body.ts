@@ -25,6 +25,8 @@ export class ServedStream {
   #previous: Buffer | undefined;
   #last: Buffer | undefined;
   #sawError = false;
+  /** The first error event's error value (embedded-error.ts), once one was seen in a chunk. */
+  error: unknown;
   /** When the first chunk with a data frame arrived (`performance.now()`): the first token. */
   firstDataAt: number | undefined;
 
@@ -54,8 +56,10 @@ export class ServedStream {
     }
     if (this.#usageStart !== undefined && this.#startChunk === undefined && chunk.includes(this.#usageStart))
       this.#startChunk = chunk;
-    if (!this.#sawError && chunk.includes(ERROR_KEY))
-      this.#sawError = hasErrorEvent(this.#surface, chunk.toString('utf8'));
+    if (!this.#sawError && chunk.includes(ERROR_KEY)) {
+      this.error = errorEventIn(this.#surface, chunk.toString('utf8'));
+      this.#sawError = this.error !== undefined;
+    }
   }
 
   /**
@@ -122,7 +126,7 @@ export class ServedStream {
     if (this.endedWithMarker()) return 'done';
     const text = this.#text();
     // A last event split across the two chunks was not whole in either.
-    return text.includes('"error"') && hasErrorEvent(this.#surface, text) ? 'error' : 'other';
+    return text.includes('"error"') && errorEventIn(this.#surface, text) !== undefined ? 'error' : 'other';
   }
 }
 
@@ -150,9 +154,13 @@ function startsData(chunk: Buffer): boolean {
 /** How much of a stream's end is read for its end marker (and keep-alive comments after it). */
 const END_TAIL_BYTES = 256;
 
-/** Whether any complete `data:` line in `text` is an error event of the surface (embedded-error.ts). */
-function hasErrorEvent(surface: ApiSurface | undefined, text: string): boolean {
-  return dataLinesOf(text).some((data) => eventError(surface, parseJsonSafe(data)) !== undefined);
+/** The error of the first complete `data:` line in `text` that is an error event of the surface (embedded-error.ts). */
+function errorEventIn(surface: ApiSurface | undefined, text: string): unknown {
+  for (const data of dataLinesOf(text)) {
+    const error = eventError(surface, parseJsonSafe(data));
+    if (error !== undefined) return error;
+  }
+  return undefined;
 }
 
 /** Largest non-streamed body kept (by reference) to be read at its end; beyond it, nothing is read. */

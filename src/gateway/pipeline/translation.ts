@@ -18,8 +18,8 @@ export function planTranslation(ctx: RequestContext): GatewayError | 'answered' 
     return undefined;
   const unparsable = parseJsonBody(ctx);
   if (unparsable) return unparsable;
-  const request = ctx.json;
-  if (request === undefined) return undefined;
+  // A body that is no JSON object (sent with the alias in `model-override`) has nothing to translate.
+  const request = ctx.json ?? {};
   if (surface!.localAnswer === 'token_count') {
     answerTokenCount(ctx, estimateInputTokens(request));
     return 'answered';
@@ -38,11 +38,31 @@ export function planTranslation(ctx: RequestContext): GatewayError | 'answered' 
   const stop = request.stop_sequences;
   ctx.translation = {
     body: translated.body,
-    dropped: translated.dropped.join(', '),
+    dropped: droppedHeader(translated.dropped),
     model: typeof request.model === 'string' ? request.model : ctx.modelLabel,
     stopSequences: Array.isArray(stop) ? stop.filter((s): s is string => typeof s === 'string') : undefined,
   };
   return undefined;
+}
+
+/** At most this much of the dropped fields' names goes into the response header. */
+const MAX_DROPPED_HEADER = 512;
+/** A field name a header can carry: visible ASCII without the separator. */
+const HEADER_SAFE_NAME = /^[\x21-\x2b\x2d-\x7e]+$/;
+
+/**
+ * The dropped fields as a header value: names the client chose (unknown fields) are kept only when
+ * a header can carry them, the rest counted, and the whole bounded.
+ */
+function droppedHeader(names: readonly string[]): string {
+  let value = '';
+  let left = 0;
+  for (const name of names) {
+    if (!HEADER_SAFE_NAME.test(name) || value.length + name.length + 2 > MAX_DROPPED_HEADER) left++;
+    else value += value === '' ? name : `, ${name}`;
+  }
+  if (left > 0) value += `${value === '' ? '' : ', '}(${left} more)`;
+  return value;
 }
 
 /** The gateway's own answer to a token count: `{"input_tokens": N}`, its estimate. */
@@ -53,6 +73,8 @@ function answerTokenCount(ctx: RequestContext, tokens: number): void {
     'content-length': Buffer.byteLength(body),
     'x-request-id': ctx.requestId,
     'x-gateway-token-count': 'estimate',
+    // It was admitted under the request's limits like any request, and says where it stands.
+    ...ctx.limitHeaders,
   });
   ctx.res.end(body);
 }

@@ -4,7 +4,8 @@ import type { ErrorBody } from '../../lib/errors.js';
 import { forwardResponseHeaders, isEventStream, isJson } from '../http/headers.js';
 import { ANTHROPIC_LIMIT_HEADER_NAMES, LIMIT_HEADER_NAMES } from '../limits/limit-headers.js';
 import { INVALID_UPSTREAM_STATUS, invalidUpstreamResponseEvent } from '../strict/index.js';
-import { anthropicErrorEvent } from '../anthropic/errors.js';
+import { anthropicErrorEvent, maskedAnthropicError } from '../anthropic/errors.js';
+import { embeddedStatus } from '../api/embedded-error.js';
 import { CHAT_COMPLETIONS } from '../api/surfaces.js';
 import type { Attempt, AttemptDeps } from './attempt.js';
 import type { RequestContext } from './context.js';
@@ -76,7 +77,7 @@ export function writeCommittedHead(
   if (limitHeaders !== undefined) {
     // The client is told the gateway's limits, never half of them beside the provider's own.
     for (const name of LIMIT_HEADER_NAMES) delete headers[name];
-    if (ctx.surface?.nativeApi === 'anthropic')
+    if (ctx.surface?.errorShape === 'anthropic')
       for (const name of ANTHROPIC_LIMIT_HEADER_NAMES) delete headers[name];
     Object.assign(headers, limitHeaders);
   }
@@ -198,8 +199,10 @@ class ForwardToClient extends ClientBodyWriter {
   writeHeld(chunks: readonly Buffer[]): boolean {
     const served = this.#served;
     const endsAtError = served instanceof ServedStream && served.errorSeen();
+    // Strict mode replaces an untrusted provider's error event: the chunk that holds it ends here.
+    const stopAt = this.#masksErrors() ? ERROR_KEY : DONE_TOKEN;
     for (const chunk of chunks) {
-      if (endsAtError && chunk.includes(DONE_TOKEN)) {
+      if (endsAtError && chunk.includes(stopAt)) {
         this.#endAtError(served, chunk);
         return false;
       }
@@ -232,12 +235,26 @@ class ForwardToClient extends ClientBodyWriter {
    * after it (which would tell a client the answer completed), and the response ends there. The
    * rest is read unseen, so the connection can be kept.
    */
+  /** Strict mode words an untrusted provider's errors itself (a Messages stream passed through). */
+  #masksErrors(): boolean {
+    return this.ctx.strictEndpoint !== undefined && !this.attempt.provider.trusted;
+  }
+
   #endAtError(served: ServedStream, chunk: Buffer): void {
-    const done = chunk.indexOf(DONE_TOKEN);
-    // The `[DONE]` line starts after the last line end before the token.
-    const head = done < 0 ? chunk : chunk.subarray(0, chunk.lastIndexOf(0x0a, done) + 1);
-    const out = this.#filtered(head);
-    if (out.length > 0) this.ctx.res.write(out);
+    const ctx = this.ctx;
+    if (this.#masksErrors()) {
+      // Strict mode words an untrusted provider's error itself (a Messages stream passed through):
+      // what came before the error event goes out, then strict mode's event in its place.
+      const out = this.#filtered(chunk.subarray(0, errorEventStart(chunk)));
+      if (out.length > 0) ctx.res.write(out);
+      ctx.res.write(maskedErrorEvent(embeddedStatus(served.error)));
+    } else {
+      const done = ctx.surface?.endEvent === undefined ? chunk.indexOf(DONE_TOKEN) : -1;
+      // The `[DONE]` line starts after the last line end before the token.
+      const head = done < 0 ? chunk : chunk.subarray(0, chunk.lastIndexOf(0x0a, done) + 1);
+      const out = this.#filtered(head);
+      if (out.length > 0) ctx.res.write(out);
+    }
     this.response.drain();
     this.#endStream(served, 'error_event', true);
   }
@@ -319,6 +336,25 @@ export function endStreamAs(ctx: RequestContext, attempt: Attempt, ending: Strea
       cutResponse(ctx.res);
       return;
   }
+}
+
+/** Where the error event in `chunk` starts: its `event: error` line, else the event holding `"error"`. */
+function errorEventStart(chunk: Buffer): number {
+  const named = chunk.indexOf(ERROR_EVENT_LINE);
+  if (named >= 0) return named;
+  const key = chunk.indexOf(ERROR_KEY);
+  if (key < 0) return 0;
+  const boundary = chunk.lastIndexOf(EVENT_BOUNDARY, key);
+  return boundary < 0 ? 0 : boundary + EVENT_BOUNDARY.length;
+}
+
+const ERROR_EVENT_LINE = Buffer.from('event: error');
+const ERROR_KEY = Buffer.from('"error"');
+const EVENT_BOUNDARY = Buffer.from('\n\n');
+
+/** Strict mode's error event for an untrusted provider's error in a Messages stream. */
+function maskedErrorEvent(status: number): string {
+  return `event: error\ndata: ${JSON.stringify(maskedAnthropicError(status))}\n\n`;
 }
 
 /** The error event that tells a client of a re-emitted stream that the provider cut it short. */

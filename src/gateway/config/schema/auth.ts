@@ -7,7 +7,7 @@ import { ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './lim
 export const KeyDefinitionSchema = z
   .strictObject({
     key: secretOr(ClientKeyLiteralSchema).describe(
-      'The bearer token clients send (`Authorization: Bearer <key>`): the token itself, or a [secret reference](#secret-reference) (`{ from_file: /path }` or `{ from_env: NAME }`).',
+      'The bearer token clients send (`Authorization: Bearer <key>`, or `x-api-key: <key>`): the token itself, or a [secret reference](#secret-reference) (`{ from_file: /path }` or `{ from_env: NAME }`).',
     ),
     rate_limit: RateLimitSchema.optional().describe(
       "Token bucket for this key alone; checked before the target's bucket, and both must pass.",

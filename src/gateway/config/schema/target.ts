@@ -261,7 +261,7 @@ const TargetObjectSchema = z.strictObject({
     .array(secretOr(ClientKeyLiteralSchema))
     .optional()
     .describe(
-      'Client keys accepted for this target: literal bearer tokens, names of `auth.key_definitions` entries, or [secret references](#secret-reference) (whose value is always a token). When present (even empty) the target requires `Authorization: Bearer <token>` and also accepts the global keys. Absent: no client authentication.',
+      'Client keys accepted for this target: literal bearer tokens, names of `auth.key_definitions` entries, or [secret references](#secret-reference) (whose value is always a token). When present (even empty) the target requires `Authorization: Bearer <token>` (or `x-api-key: <token>`, as Anthropic clients send it) and also accepts the global keys. Absent: no client authentication.',
     ),
   ...upstreamFields('target'),
   usage: UsageSchema.optional().describe(
