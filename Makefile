@@ -145,7 +145,7 @@ bench: $(BUILD_STAMP) ## Full benchmark run (prints a markdown table)
 bench-quick: $(BUILD_STAMP) ## Short benchmark run (under two minutes)
 	node bench/run.ts --quick
 
-bench-headline: $(BUILD_STAMP) ## The headline table: the gateway beside the Node.js floor, nginx and Portkey in one run (about 10 minutes)
+bench-headline: $(BUILD_STAMP) ## The headline table: the gateway beside the Node.js floor, nginx and Portkey in one run, chat and Messages API (about 16 minutes)
 	node bench/run.ts --headline
 
 bench-fleet: $(BUILD_STAMP) ## Routing across four simulator replicas with prefix caches: round robin, kube-proxy-like, least_request, prefix_affinity at 70% and 90% of capacity (about 12 minutes)

@@ -6,12 +6,13 @@ import {
 } from '../../bench/support/headline-proxies.ts';
 
 describe('the proxies of the headline run', () => {
-  it('measures the chat rows by default and the Messages rows only when named', () => {
+  it('measures every row by default, the Messages rows included', () => {
     const selected = selectHeadlineProxies(undefined);
     expect([...selected]).toEqual([...DEFAULT_HEADLINE_PROXIES]);
     expect(selected.has('plain')).toBe(true);
-    expect(selected.has('messages')).toBe(false);
-    expect(selected.has('messages-translated')).toBe(false);
+    expect(selected.has('messages')).toBe(true);
+    expect(selected.has('messages-translated')).toBe(true);
+    expect(isMeasured(selected, 'floor', 'messages')).toBe(true);
   });
 
   it('takes the names given, and refuses one it does not know, listing those it does', () => {

@@ -59,7 +59,7 @@ const TOOL_USE_KEYS: ReadonlySet<string> = new Set(['type', 'id', 'name', 'input
 const BLOCK_PATTERN = 'messages[].content[]';
 const TOOL_RESULT_BLOCK_PATTERN = 'messages[].content[].content[]';
 
-export const TOOL_ERROR_PREFIX = 'Error: ';
+const TOOL_ERROR_PREFIX = 'Error: ';
 
 /** The tool calls of the last assistant message, which the next user turn must answer. */
 interface PendingToolCalls {

@@ -106,4 +106,4 @@ export class DroppedFields {
   }
 }
 
-export const CACHE_CONTROL = 'cache_control';
+const CACHE_CONTROL = 'cache_control';

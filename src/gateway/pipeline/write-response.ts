@@ -89,7 +89,7 @@ export function writeCommittedHead(
  * clean end), but only after everything already written has reached the socket. Destroying at once
  * would drop the frames and even the headers still corked in this tick.
  */
-export function cutResponse(res: ServerResponse): void {
+function cutResponse(res: ServerResponse): void {
   if (res.destroyed) return;
   const socket = res.socket;
   if (!res.headersSent || !socket) {
