@@ -64,6 +64,15 @@ beforeAll(async () => {
       },
       chat: { url: `${sim.baseUrl}/v1`, gateway_model: 'm', keys: ['alice'], pricing: PRICES },
       recorded: { url: `${recorder.url}/v1`, api: 'anthropic', keys: ['alice'], pricing: PRICES },
+      // Chat first: what it cannot take goes to the provider that speaks the Messages API.
+      mixed: {
+        strategy: 'priority',
+        providers: [
+          { url: `${sim.baseUrl}/v1`, name: 'chat-side', gateway_model: 'm' },
+          { url: `${sim.baseUrl}/v1`, name: 'native-side', api: 'anthropic', gateway_model: 'm' },
+        ],
+        keys: ['alice'],
+      },
       limited: {
         url: `${sim.baseUrl}/v1`,
         api: 'anthropic',
@@ -266,7 +275,7 @@ describe('the Messages API, around the answer', () => {
 
   it('lists the models in Anthropic shape for a client that sends anthropic-version', async () => {
     const page = await client().models.list();
-    expect(page.data.map((model) => model.id)).toEqual(['native', 'chat', 'recorded', 'limited']);
+    expect(page.data.map((model) => model.id)).toEqual(['native', 'chat', 'recorded', 'mixed', 'limited']);
     expect(page.data[0]).toMatchObject({ type: 'model', display_name: 'native' });
     expect(Number.isNaN(Date.parse(page.data[0]!.created_at))).toBe(false);
     const openai = await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
@@ -360,6 +369,26 @@ describe('the Messages API, around the answer', () => {
         5 * PRICES.completion_per_million) /
       1e6;
     expect((await read('gateway_cost_total')) - before).toBeCloseTo(expected, 9);
+  });
+
+  it('sends what a mixed pool cannot translate to its provider that speaks the API, token counts too', async () => {
+    const ask: Anthropic.MessageParam = {
+      role: 'user',
+      content: directive({ reasoning: 'Hmm.', text: 'Yes.' }),
+    };
+    // A thinking block the simulator signed: no chat provider can take it back.
+    const first = await client().messages.create({ model: 'native', max_tokens: 32, messages: [ask] });
+    const next = await client().messages.create({
+      model: 'mixed',
+      max_tokens: 32,
+      messages: [ask, { role: 'assistant', content: first.content }, { role: 'user', content: 'And?' }],
+    });
+    expect(next.content[0]?.type).toBe('text');
+    const { data, response } = await client()
+      .messages.countTokens({ model: 'mixed', messages: [{ role: 'user', content: 'Count me.' }] })
+      .withResponse();
+    expect(response.headers.get('x-gateway-token-count')).toBeNull();
+    expect(data.input_tokens).toBeGreaterThan(0);
   });
 
   it('answers an unknown model with not_found_error', async () => {

@@ -99,7 +99,9 @@ class AttemptLoop implements HeadListener, AttemptListener {
     });
     // Ejected providers are skipped whatever the strategy and the share controller chose; a pool
     // always keeps at least one provider in selection.
-    this.#order = route.outliers === undefined ? order : route.outliers.withoutEjected(order);
+    const native = ctx.surface?.nativeApi;
+    const servable = ctx.nativeOnly ? order.filter((provider) => provider.api === native) : order;
+    this.#order = route.outliers === undefined ? servable : route.outliers.withoutEjected(servable);
     this.#configuredAttempts = fallback?.maxAttempts ?? 1;
     this.#attempts = Math.min(this.#configuredAttempts, this.#order.length);
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).

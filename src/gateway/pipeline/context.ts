@@ -64,6 +64,11 @@ export class RequestContext {
   strictEndpoint: StrictEndpoint | undefined;
   /** The request translated for providers that do not speak its surface (`translation.ts`). */
   translation: Translation | undefined;
+  /**
+   * Only the route's providers that speak the request's surface may serve it: it cannot be
+   * translated for the others (a mixed pool), or they cannot answer it (a token count).
+   */
+  nativeOnly = false;
   /** The reasoning plan decided before any attempt (spec 2.6), applied per provider. */
   reasoning: ReasoningPlan | undefined;
   /** The request's server span (a no-op span when tracing is off). */

@@ -262,6 +262,8 @@ async function respondStream(
     if (step.output.length > 0) held.push(step.output);
     if (step.firstDataFrame) {
       firstToken = true;
+      // A translated stream's first token is its first content delta, not the provider's first frame.
+      if (mode.kind === 'translated') served.firstDataAt = performance.now();
       if (mode.kind === 'strict' || mode.kind === 'translated')
         attempt.probe?.firstToken(attempt.elapsedMs());
     }
@@ -354,6 +356,7 @@ function translatedBody(
   masked: boolean,
 ): void {
   const value = parseJsonSafe(bytes.toString('utf8'));
+  if (attempt.span.isRecording()) recordResponseSummary(attempt.span, value);
   const error = embeddedError(value);
   if (error !== undefined) {
     const status = embeddedStatus(error);

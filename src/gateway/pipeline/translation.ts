@@ -6,25 +6,36 @@ import { parseJsonBody } from './resolve.js';
 
 /**
  * Before any attempt: a request of a surface some provider of its route does not speak (a Messages
- * request to a pool with a chat-completions provider) is translated once, or refused with a 400
- * naming the field that cannot be translated; a token count is answered by the gateway with its
- * estimate (`answered`). A route whose providers all speak the surface skips this: its requests
- * pass through untouched.
+ * request to a pool with a chat-completions provider) is translated once for those providers. What
+ * cannot be translated goes only to the providers that speak the surface, or, when there are none,
+ * is refused with a 400 naming the field; a token count goes to those providers too, or is answered
+ * by the gateway with its estimate (`answered`). A route whose providers all speak the surface
+ * skips this: its requests pass through untouched.
  */
 export function planTranslation(ctx: RequestContext): GatewayError | 'answered' | undefined {
   const surface = ctx.surface;
   const native = surface?.nativeApi;
-  if (native === undefined || ctx.route!.providers.every((provider) => provider.api === native))
-    return undefined;
+  const providers = ctx.route!.providers;
+  if (native === undefined || providers.every((provider) => provider.api === native)) return undefined;
+  // In a pool that mixes APIs, what the others cannot take goes to the providers that speak it.
+  const someNative = providers.some((provider) => provider.api === native);
   const unparsable = parseJsonBody(ctx);
   if (unparsable) return unparsable;
   // A body that is no JSON object (sent with the alias in `model-override`) has nothing to translate.
   const request = ctx.json ?? {};
   if (surface!.localAnswer === 'token_count') {
+    if (someNative) {
+      ctx.nativeOnly = true;
+      return undefined;
+    }
     answerTokenCount(ctx, estimateInputTokens(request));
     return 'answered';
   }
   const translated = messagesToChat(request);
+  if (!translated.ok && someNative) {
+    ctx.nativeOnly = true;
+    return undefined;
+  }
   if (!translated.ok) {
     return {
       status: 400,
