@@ -127,7 +127,7 @@ check-docs: $(BUILD_STAMP) ## Fail when docs/configuration.md is stale
 
 # The report is removed first, so a run that ends before writing one is never summarised from an
 # earlier run's report; vitest's exit status goes to the summary, which fails the run on it.
-unit: $(BUILD_STAMP) $$(HELM_NEEDED) claude-code ## Run every vitest suite, the local e2e included (closing line "tests: N passed, N failed[, N skipped]")
+unit: $(BUILD_STAMP) $$(HELM_NEEDED) ## Run every vitest suite, the local e2e included (closing line "tests: N passed, N failed[, N skipped]")
 	@mkdir -p $(dir $(VITEST_REPORT)) && rm -f $(VITEST_REPORT)
 	@echo "HELM_BIN=$(HELM_BIN) vitest run"
 	@status=0; HELM_BIN='$(HELM_BIN)' vitest run --reporter=default --reporter=json \

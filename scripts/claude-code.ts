@@ -139,7 +139,8 @@ async function fetchInto(dir: string, binary: string): Promise<void> {
   }
 }
 
-async function ensureClaudeCode(): Promise<string> {
+/** The pinned binary's path, fetched first when it is not in the cache yet. */
+export async function ensureClaudeCode(): Promise<string> {
   if (process.platform !== 'linux' || process.arch !== 'x64') {
     throw new Error(
       `the pinned Claude Code binary is for Linux x64 only; this machine is ${process.platform} ${process.arch}`,

@@ -1,7 +1,7 @@
 /**
  * The Claude Code harness on its own: the real pinned CLI against a scripted Messages API server on
  * loopback (no gateway), answering a prompt and carrying a tool call through. Every test fails,
- * naming `make claude-code`, when the binary has not been fetched.
+ * with the registry's reason, when the binary cannot be fetched.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';

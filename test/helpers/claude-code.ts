@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLAUDE_CODE_VERSION, claudeCodeBinaryPath } from '../../scripts/claude-code.js';
+import { ensureClaudeCode } from '../../scripts/claude-code.js';
 
 /**
- * Runs the real Claude Code CLI (the pinned standalone binary `make claude-code` puts in the user's
- * cache) in print mode against a Messages API server, the way a user points it at a gateway.
+ * Runs the real Claude Code CLI (the pinned standalone binary, fetched into the user's cache on first
+ * use, as `make claude-code` does) in print mode against a Messages API server, the way a user points it at a gateway.
  *
  * Tool permissions: print mode cannot ask, so whatever would ask is refused and the server gets a
  * `tool_result` with `is_error: true` saying so. Reading files under the working directory (the `Read`
@@ -46,17 +46,6 @@ export interface ClaudeCodeOptions {
   extraArgs?: string[];
   /** The run is killed, and the promise rejected, after this long; 60 s by default. */
   timeoutMs?: number;
-}
-
-/** The cached binary's path; throws, saying how to fetch it, when it is not there. */
-export function claudeCodeBinary(): string {
-  const binary = claudeCodeBinaryPath();
-  if (!existsSync(binary)) {
-    throw new Error(
-      `Claude Code ${CLAUDE_CODE_VERSION} is not at ${binary}: run \`make claude-code\` to fetch it from the npm registry`,
-    );
-  }
-  return binary;
 }
 
 /**
@@ -105,7 +94,9 @@ function stopGroup(pid: number | undefined): void {
 }
 
 export async function runClaudeCode(options: ClaudeCodeOptions): Promise<ClaudeCodeRun> {
-  const binary = claudeCodeBinary();
+  // Fetched from the npm registry on first use (as `make claude-code` does); a test that cannot get
+  // it fails with the registry's reason.
+  const binary = await ensureClaudeCode();
   const timeoutMs = options.timeoutMs ?? 60_000;
   const home = mkdtempSync(join(tmpdir(), 'claude-code-home-'));
   mkdirSync(join(home, 'tmp'));
