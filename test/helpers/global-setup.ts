@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -10,6 +12,9 @@ import { fileURLToPath } from 'node:url';
  * programs its tests spawned, so the teardown finds them by it and stops them.
  */
 const RUN_MARKER = 'LLM_GATEWAY_TEST_RUN';
+
+/** Where `tempDir` makes the run's folders (temp-dir.ts). */
+const SCRATCH_DIR = 'LLM_GATEWAY_TEST_TMP';
 
 /** The parent of a process, from /proc/<pid>/stat (the field after the parenthesised name). */
 function parentOf(pid: string): number {
@@ -63,6 +68,10 @@ function stopLeftovers(id: string): void {
 export default function setup(): () => void {
   const id = randomUUID();
   process.env[RUN_MARKER] = id;
+  // The folders tests make (`tempDir`) go under one folder of the run, removed when it ends: a
+  // worker's own exit hooks do not run when vitest stops it.
+  const scratch = mkdtempSync(join(tmpdir(), 'llm-gateway-tests-'));
+  process.env[SCRATCH_DIR] = scratch;
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
@@ -72,5 +81,8 @@ export default function setup(): () => void {
   if (result.status !== 0) {
     process.stderr.write(`build reported errors (tests run on the emitted output):\n${result.stdout}\n`);
   }
-  return () => stopLeftovers(id);
+  return () => {
+    stopLeftovers(id);
+    rmSync(scratch, { recursive: true, force: true });
+  };
 }

@@ -6,12 +6,13 @@ const made = new Set<string>();
 let registered = false;
 
 /**
- * A fresh directory under the system's temp directory, removed when the test process exits (the
- * suites that make model files and configs for processes they start would otherwise leave one
- * behind per run).
+ * A fresh directory under the test run's scratch folder (made and removed by the global setup) or,
+ * outside a run, the system's temp directory; removed when the test process exits too, when it
+ * exits normally. The suites that make model files and configs for processes they start would
+ * otherwise leave one behind per run.
  */
 export function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(process.env.LLM_GATEWAY_TEST_TMP ?? tmpdir(), prefix));
   made.add(dir);
   if (!registered) {
     registered = true;
