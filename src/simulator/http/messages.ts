@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FAULT_MESSAGE_ID, messagesFaultScript } from '../anthropic/fault-script.js';
 import type { MessageAnswer } from '../anthropic/message.js';
-import { parseCountTokensRequest, parseMessagesRequest } from '../anthropic/requests.js';
+import {
+  parseCountTokensRequest,
+  parseMessagesRequest,
+  type CountParse,
+  type MessagesParse,
+} from '../anthropic/requests.js';
 import { invalidSignaturePath } from '../anthropic/signature.js';
 import { applyStopSequences } from '../anthropic/stop-sequences.js';
 import { echoPlan } from '../directives/echo.js';
@@ -33,19 +38,8 @@ export async function handleMessages(
   res: ServerResponse,
   ctx: SimContext,
 ): Promise<void> {
-  res.setHeader('request-id', requestId());
-  const body = await readJsonBody(req);
-  if (!body.ok)
-    return reject(ctx, res, '', { status: body.status, message: body.message, code: body.code, param: null });
-  const parsed = parseMessagesRequest(body.value);
-  if (!parsed.ok) {
-    return reject(ctx, res, '', {
-      status: 400,
-      message: parsed.message,
-      code: 'invalid_request',
-      param: parsed.param,
-    });
-  }
+  const parsed = await readRequest<Extract<MessagesParse, { ok: true }>>(req, res, ctx, parseMessagesRequest);
+  if (parsed === undefined) return;
   const request = parsed.request;
   const runtime = resolveModel(ctx, res, request.model);
   if (!runtime) return;
@@ -86,21 +80,43 @@ export async function handleCountTokens(
   res: ServerResponse,
   ctx: SimContext,
 ): Promise<void> {
-  res.setHeader('request-id', requestId());
-  const body = await readJsonBody(req);
-  if (!body.ok)
-    return reject(ctx, res, '', { status: body.status, message: body.message, code: body.code, param: null });
-  const parsed = parseCountTokensRequest(body.value);
-  if (!parsed.ok) {
-    return reject(ctx, res, '', {
-      status: 400,
-      message: parsed.message,
-      code: 'invalid_request',
-      param: parsed.param,
-    });
-  }
+  const parsed = await readRequest<Extract<CountParse, { ok: true }>>(req, res, ctx, parseCountTokensRequest);
+  if (parsed === undefined) return;
   if (!resolveModel(ctx, res, parsed.model)) return;
   sendJson(res, 200, { input_tokens: parsed.inputTokens });
+}
+
+/**
+ * A Messages API request's body, read and parsed by `parse`; a body that cannot be read or parsed
+ * is answered (400, or the read's own status) and undefined returned.
+ */
+async function readRequest<T extends { readonly ok: true }>(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: SimContext,
+  parse: (value: unknown) => T | ParseFailure,
+): Promise<T | undefined> {
+  res.setHeader('request-id', requestId());
+  const body = await readJsonBody(req);
+  if (!body.ok) {
+    reject(ctx, res, '', { status: body.status, message: body.message, code: body.code, param: null });
+    return undefined;
+  }
+  const parsed = parse(body.value);
+  if (parsed.ok) return parsed;
+  reject(ctx, res, '', {
+    status: 400,
+    message: parsed.message,
+    code: 'invalid_request',
+    param: parsed.param,
+  });
+  return undefined;
+}
+
+interface ParseFailure {
+  readonly ok: false;
+  readonly message: string;
+  readonly param: string | null;
 }
 
 /** The named model, or the default one when none is named; an unknown name is answered with 404. */
