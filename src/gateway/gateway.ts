@@ -66,6 +66,7 @@ export interface Gateway {
 export async function createGateway(options: GatewayOptions, deps: GatewayDeps = {}): Promise<Gateway> {
   const logger = deps.logger ?? createLogger();
   const metrics = new GatewayMetrics(options.metricsPrefix);
+  metrics.budgets.source(() => runtime?.budgets ?? []);
   const lifecycle = new LifecycleState();
 
   const upstream = new UpstreamClient();
@@ -166,6 +167,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     }
     runtime = compiled.table;
     warnOverLimit(logger, undefined, runtime);
+    noteBudgetsInMemory(logger, undefined, runtime);
     outliers.commit();
     pickers.commit();
     committed(startup.config, startup.hash);
@@ -222,6 +224,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     const next = compiledNext.table;
     const previousHash = runtime?.hash;
     warnOverLimit(logger, runtime, next);
+    noteBudgetsInMemory(logger, runtime, next);
     runtime = next;
     outliers.commit();
     pickers.commit();
@@ -451,6 +454,19 @@ function warnOverLimit(logger: Logger, before: CompiledTable | undefined, after:
           'more pods of the Service are ready than the entry takes (max_endpoints): the pods after the first by name get no request',
         );
     }
+}
+
+/**
+ * Budgets without `--shared-state` live in this process: said once, when a configuration first has
+ * any, since an operator who expects a monthly budget to survive a restart must learn otherwise
+ * before the restart, not after.
+ */
+function noteBudgetsInMemory(logger: Logger, before: CompiledTable | undefined, after: CompiledTable): void {
+  if (after.sharedLimits || after.budgets.length === 0 || (before?.budgets.length ?? 0) > 0) return;
+  logger.warn(
+    { budgets: after.budgets.length },
+    "spend budgets are kept in this process's memory without --shared-state: each replica counts its own spend, and a restart starts every budget from zero",
+  );
 }
 
 /** How long startup waits for Redis before serving with the failure policy deciding. */

@@ -97,6 +97,8 @@ describe('alert rules', () => {
       'GatewayHighRejectionRatio',
       'GatewayAimdShareAtFloor',
       'GatewayShutdownForcedConnections',
+      'GatewayBudgetNearlySpent',
+      'GatewayBudgetExhausted',
     ]);
   });
 
@@ -122,6 +124,7 @@ describe('alert rules', () => {
   it('follow the configured thresholds and keep the extra rules', () => {
     const rules = rulesOf('customized').groups[0]!.rules;
     expect(rules.find((r) => r.alert === 'GatewayHighErrorRatio')?.expr).toContain('> 0.02');
+    expect(rules.find((r) => r.alert === 'GatewayBudgetNearlySpent')?.expr).toMatch(/\) >= 0\.9\n$/);
     expect(rules.at(-1)).toMatchObject({ alert: 'EdgeGatewayDown', labels: { severity: 'critical' } });
   });
 

@@ -244,6 +244,7 @@ function chartValues(): Schema {
         rejectionRatioThreshold: ratio(),
         minRequestRate: num({ minimum: 0 }),
         shareFloor: num({ minimum: 0, maximum: 1 }),
+        budgetWarnShare: ratio(),
         extraRules: k8sList(),
       }),
     }),

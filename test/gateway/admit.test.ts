@@ -26,6 +26,7 @@ function contextFor(route: Partial<AliasRoute>, keyLimits?: KeyLimits): RequestC
   const table = {
     keyLimits: new Map(keyLimits ? [['key', keyLimits]] : []),
     accountTokenLimits: new Map(),
+    accountBudgets: new Map(),
     sharedLimits: false,
   } as unknown as RuntimeTable;
   const ctx = new RequestContext(
@@ -53,6 +54,7 @@ describe('admit', () => {
         rateLimit: limiter('key rate', log, 'grant') as never,
         concurrencyLimit: limiter('key concurrency', log, 'grant') as never,
         tokenLimit: undefined,
+        budget: undefined,
       },
     );
     expect(await admit(ctx)).toBeUndefined();

@@ -21,6 +21,7 @@ const entry: AccessLogEntry = {
   reasoningTokens: null,
   cachedPromptTokens: null,
   cacheWriteTokens: null,
+  cost: 0.000123,
   account: null,
   key: 'alice',
   traffic: 'realtime',

@@ -84,6 +84,41 @@ groups:
         annotations:
           summary: {{ `Gateway {{ $labels.namespace }}/{{ $labels.pod }} cut {{ $value }} connections at its drain deadline` | quote }}
           description: {{ `Streams were still running when gateway.shutdownTimeoutSecs expired during a shutdown, and were cut. Raise the drain timeout (the chart raises terminationGracePeriodSeconds with it) or look for streams that never end. The pod exits right after, so a scrape may miss this counter: the exit code 1 and the log line "drain timeout exceeded" are the authoritative record.` | quote }}
+      - alert: GatewayBudgetNearlySpent
+        expr: |
+          max by (namespace, job, scope, budget, window) (
+            {{ $p }}_budget_spent
+            / ignoring (window) group_left (window)
+            {{ $p }}_budget_limit
+          ) >= {{ $r.budgetWarnShare }}
+        for: 5m
+        labels:
+          severity: warning
+        annotations:
+          summary: {{ `Spend budget of {{ $labels.scope }} "{{ $labels.budget }}" in {{ $labels.namespace }} is {{ $value | humanizePercentage }} spent (window {{ $labels.window }})` | quote }}
+          description: {{ `The spending of the current window has reached metrics.prometheusRule.budgetWarnShare of the budget's configured limit. Once nothing is left, the gateway refuses the requests the budget covers until the window renews. gateway_cost_total by account and key shows who spends it.` | quote }}
+      - alert: GatewayBudgetExhausted
+        expr: |
+          max by (namespace, job, scope, budget, window) (
+            {{ $p }}_budget_spent
+            / ignoring (window) group_left (window)
+            {{ $p }}_budget_limit
+          )
+          and on (namespace, job, scope, budget)
+          (
+            {{ $p }}_budget_spent >= ignoring (window) {{ $p }}_budget_limit
+            or on (namespace, job, scope, budget)
+            sum by (namespace, job, scope, budget) (
+              {{ $p }}_budget_refusals_total
+              - ({{ $p }}_budget_refusals_total offset 15m or {{ $p }}_budget_refusals_total * 0)
+            ) > 0
+          )
+        for: 2m
+        labels:
+          severity: critical
+        annotations:
+          summary: {{ `Spend budget of {{ $labels.scope }} "{{ $labels.budget }}" in {{ $labels.namespace }} refuses requests: {{ $value | humanizePercentage }} spent (window {{ $labels.window }})` | quote }}
+          description: {{ `The budget has no room left: its spending reached the configured limit, or the gateway refused requests on it in the last 15 minutes because what was spent plus what requests in flight reserve (gateway_budget_reserved) left no room for them. The requests the budget covers are refused until the window renews (a calendar window at its next start, a rolling one as older spending leaves it) or the limit is raised.` | quote }}
       {{- with $r.extraRules }}
       {{- toYaml . | nindent 6 }}
       {{- end }}

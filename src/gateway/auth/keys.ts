@@ -252,6 +252,17 @@ export class KeyIndex {
   }
 
   /**
+   * The targets that require a key and accept the named key (directly, or as a global key), in
+   * configuration order: where its per-key limits can apply.
+   */
+  keyedTargetsOf(definitionName: string): readonly string[] {
+    for (const record of this.#records.values())
+      if (record.identity.definitionName === definitionName)
+        return record.visible.filter((alias) => !this.#openAliases.includes(alias));
+    return [];
+  }
+
+  /**
    * Identities of all named keys (from `key_definitions`), whether or not a target lists them: the
    * runtime table creates per-key limiters from these (identity `key:<keyId>:...`).
    */

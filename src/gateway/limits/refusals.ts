@@ -1,5 +1,7 @@
 import type {
   BatchRefusal,
+  BudgetRefusal,
+  BudgetScope,
   ConcurrencyRefusal,
   InflightRefusal,
   LimitSubject,
@@ -89,5 +91,40 @@ export function tokenLimitRefusal(
     type: 'rate_limit_error',
     retryAfterSeconds,
     message: 'Token rate limit exceeded',
+  };
+}
+
+/**
+ * A spend budget without room for the request: 429, like OpenAI's own `insufficient_quota`, which
+ * clients already treat as "stop", with the seconds until the window has room (see
+ * docs/operations.md, "Spend budgets", for why 429 rather than 402). The message names the budget
+ * and never its figures, which may be another tenant's (an account's, a target's).
+ */
+export function budgetRefusal(scope: BudgetScope, subject: string, retryAfterSeconds: number): BudgetRefusal {
+  return {
+    ok: false,
+    kind: 'budget',
+    scope,
+    subject,
+    status: 429,
+    code: 'budget_exceeded',
+    type: 'insufficient_quota',
+    retryAfterSeconds,
+    message: `Spend budget exceeded: the ${scope} budget \`${subject}\` has no room for this request until its window moves on`,
+  };
+}
+
+/** The budget could not be read (the shared store did not answer) and the failure policy refuses. */
+export function budgetUnavailableRefusal(scope: BudgetScope, subject: string): BudgetRefusal {
+  return {
+    ok: false,
+    kind: 'budget',
+    scope,
+    subject,
+    status: 503,
+    code: 'budget_unavailable',
+    type: 'api_error',
+    retryAfterSeconds: 1,
+    message: `Spend budget unavailable: the ${scope} budget \`${subject}\` cannot be checked right now`,
   };
 }

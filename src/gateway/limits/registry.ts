@@ -4,7 +4,10 @@ import { monotonicClock, type Clock } from './clock.js';
 import { ConcurrencyPermits, type ConcurrencyParams } from './concurrency.js';
 import { TokenBucket, type RateLimitParams } from './token-bucket.js';
 import { TokenBudget, type TokenLimitParams } from './token-budget.js';
-import type { LimitSubject, TokenLimitRefusal } from './types.js';
+import type { BudgetScope, LimitSubject, TokenLimitRefusal } from './types.js';
+import { MemorySpendBudget } from './spend/memory.js';
+import type { BudgetParams } from './spend/types.js';
+import { windowIdentity } from './spend/window.js';
 
 /**
  * Limiter state across configuration reloads.
@@ -43,6 +46,9 @@ export const limiterId = {
   keyTokens: (keyName: string): string => `key:${keyName}:tokens`,
   accountTokens: (account: string): string => `account-tokens:${account}`,
   batch: (alias: string): string => `batch:${alias}`,
+  keyBudget: (keyName: string): string => `key:${keyName}:budget`,
+  accountBudget: (account: string): string => `account-budget:${account}`,
+  targetBudget: (alias: string): string => `target:${alias}:budget`,
 } as const;
 
 type Entry =
@@ -50,7 +56,8 @@ type Entry =
   | { readonly kind: 'tokens'; readonly key: string; readonly instance: TokenBudget }
   | { readonly kind: 'concurrency'; readonly key: string; readonly instance: ConcurrencyPermits }
   | { readonly kind: 'inflight'; readonly key: string; readonly instance: AccountInflight }
-  | { readonly kind: 'batch'; readonly key: string; readonly instance: BatchInflight };
+  | { readonly kind: 'batch'; readonly key: string; readonly instance: BatchInflight }
+  | { readonly kind: 'budget'; readonly key: string; readonly instance: MemorySpendBudget };
 
 export class LimiterRegistry {
   readonly clock: Clock;
@@ -224,6 +231,21 @@ export class LimiterRegistryBuilder {
     return this.#put(identity, { kind: 'batch', key, instance });
   }
 
+  /**
+   * A spend budget in memory. Parameters are compared on the window only: a reload that changes the
+   * amount (or the default completion ceiling) keeps the instance, and with it what was spent and
+   * reserved; one that changes the window starts a new budget from zero.
+   */
+  spendBudget(identity: string, scope: BudgetScope, name: string, params: BudgetParams): MemorySpendBudget {
+    const key = paramKey([windowIdentity(params.window), scope, name]);
+    const { reuse } = this.#lookup(identity, 'budget', key);
+    if (reuse?.kind === 'budget') {
+      reuse.instance.configure(params);
+      return reuse.instance;
+    }
+    return this.#put(identity, { kind: 'budget', key, instance: new MemorySpendBudget(scope, name, params) });
+  }
+
   /** Seals the new registry. Previous instances not claimed and still held become draining. */
   finish(): LimiterRegistry {
     this.#assertOpen();
@@ -279,6 +301,7 @@ function isBusy(entry: Entry): boolean {
   switch (entry.kind) {
     case 'rate':
     case 'tokens':
+    case 'budget':
       return false;
     case 'concurrency':
       return entry.instance.inUse() > 0;

@@ -40,7 +40,7 @@ export interface LimitSubject {
 interface RefusalBase {
   readonly ok: false;
   /** HTTP status the gateway answers with (spec 7.1). */
-  readonly status: 429 | 529;
+  readonly status: 429 | 503 | 529;
   /** The `code` of the error object. */
   readonly code: string;
   /** The `type` of the error object. */
@@ -86,8 +86,23 @@ export interface TokenLimitRefusal extends RefusalBase {
   readonly subject: string;
 }
 
+/** Where a spend budget is configured: a key definition, an account, or a target. */
+export type BudgetScope = 'key' | 'account' | 'target';
+
+/**
+ * A spend budget without room for the request's reservation (429 `budget_exceeded`, Retry-After
+ * until enough of the window has passed), or one that could not be read (503 `budget_unavailable`:
+ * the shared store did not answer and the `budget` failure policy refuses).
+ */
+export interface BudgetRefusal extends RefusalBase {
+  readonly kind: 'budget';
+  readonly scope: BudgetScope;
+  /** Key definition name, account or target key; never a secret. */
+  readonly subject: string;
+}
+
 export type Refusal =
-  RateLimitRefusal | ConcurrencyRefusal | InflightRefusal | BatchRefusal | TokenLimitRefusal;
+  RateLimitRefusal | ConcurrencyRefusal | InflightRefusal | BatchRefusal | TokenLimitRefusal | BudgetRefusal;
 
 export type Admission<R extends Refusal = Refusal> = Grant | R;
 

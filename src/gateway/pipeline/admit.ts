@@ -4,6 +4,7 @@ import { decideTogether, type Ask, type Decision } from '../limits/redis/limiter
 import { isPromise, type Grant, type MaybePromise, type Refusal } from '../limits/types.js';
 import { LimitLevels } from '../limits/limit-headers.js';
 import type { RequestContext } from './context.js';
+import { reserveSpend } from './spend.js';
 
 /**
  * A limiter as admission asks it (the in-flight limiter takes the account). An in-memory bucket or
@@ -125,6 +126,14 @@ function asks(ctx: RequestContext, keyLimits: KeyLimits | undefined): Ask[] {
  * with the same outcome (`decideTogether`): one network hop per request instead of one per limit.
  */
 export function admit(ctx: RequestContext): MaybePromise<Refusal | undefined> {
+  const limited = admitLimits(ctx);
+  // Spend is reserved last, once every other limit granted: a request another limit refuses
+  // reserves nothing.
+  if (isPromise(limited)) return limited.then((refusal) => refusal ?? reserveSpend(ctx));
+  return limited ?? reserveSpend(ctx);
+}
+
+function admitLimits(ctx: RequestContext): MaybePromise<Refusal | undefined> {
   const keyLimits = keyLimitsOf(ctx);
   if (ctx.table.sharedLimits) {
     const levels = levelsFor(ctx, keyLimits);

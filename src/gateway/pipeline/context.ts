@@ -8,6 +8,7 @@ import type { Span } from '@opentelemetry/api';
 import { NOOP_SPAN } from '../telemetry/tracing.js';
 import type { RequestOutcome } from './outcome.js';
 import type { ServedRecord } from './served-record.js';
+import type { SpendHold } from '../limits/spend/types.js';
 
 export type Traffic = 'realtime' | 'dispatched';
 
@@ -94,6 +95,12 @@ export class RequestContext {
    * usage-only chunk is removed from the client's stream.
    */
   usageInjected = false;
+  /** The request's spend reservations, settled when it ends; undefined without budgets. */
+  spendHold: SpendHold | undefined;
+  /** The largest of its reservations: what a served response whose usage never arrived is charged. */
+  spendReserved = 0;
+  /** The cost failed-over attempts reported (their providers' usage at their prices). */
+  failedAttemptsCost = 0;
   /** The client's address, read when the request arrives (a cut connection no longer has one). */
   clientAddress: string | undefined;
   #firstGrant: Grant | undefined;

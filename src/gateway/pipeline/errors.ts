@@ -19,6 +19,11 @@ export interface GatewayError {
   param: string | null;
   outcome: RequestOutcome;
   retryAfter?: number;
+  /**
+   * Sent with `x-should-retry: false`, which the OpenAI and Anthropic SDKs obey: a refusal that
+   * stands until a window moves on is not worth their automatic retries.
+   */
+  noRetry?: true;
   /** The `code` label of `gateway_rejections_total` when it differs from the body's code (spec 6). */
   label?: string;
   /**
@@ -137,20 +142,24 @@ export function refusalError(refusal: Refusal): GatewayError {
     refusal.kind === 'rate_limit' || refusal.kind === 'concurrency' || refusal.kind === 'tokens'
       ? `${refusal.message} (${refusal.scope} limit).`
       : `${refusal.message}.`;
-  return make(refusal.status, refusal.type, refusal.code, message, {
+  const error = make(refusal.status, refusal.type, refusal.code, message, {
     ...(refusal.retryAfterSeconds !== undefined ? { retryAfter: refusal.retryAfterSeconds } : {}),
   });
+  if (refusal.kind === 'budget' && refusal.status === 429) error.noRetry = true;
+  return error;
 }
 
 /**
  * The codes spec 7.1 gives the gateway's errors whose status is in the table of 7.2 (the strict
- * checks' `unsupported_parameter` aside, made in strict mode's shape). Strict mode answers any other
- * code as null, as 7.1 gives none; the rejections metric keeps it as its label.
+ * checks' `unsupported_parameter` aside, made in strict mode's shape), and `budget_exceeded`, which
+ * a client must tell apart from a rate limit (it stands until the budget's window moves on). Strict
+ * mode answers any other code as null; the rejections metric keeps it as its label.
  */
 const STRICT_CODES: ReadonlySet<string> = new Set([
   'rate_limit',
   'concurrency_limit_exceeded',
   'inflight_limit_exceeded',
+  'budget_exceeded',
 ]);
 
 /**
@@ -201,6 +210,7 @@ export function writeGatewayError(
     'content-length': Buffer.byteLength(body),
   };
   if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
+  if (error.noRetry) headers['x-should-retry'] = 'false';
   if (requestId !== undefined) headers['x-request-id'] = requestId;
   if (limitHeaders !== undefined) Object.assign(headers, limitHeaders);
   res.writeHead(error.status, headers);

@@ -4,6 +4,7 @@ import { traceIdOf } from '../telemetry/tracing.js';
 import type { RequestContext } from './context.js';
 import type { RequestOutcome } from './outcome.js';
 import { chargeTokens } from './admit.js';
+import { chargedCost, settleSpend, usageCost } from './spend.js';
 
 export interface FinishedDeps {
   metrics: GatewayMetrics;
@@ -11,9 +12,10 @@ export interface FinishedDeps {
 }
 
 /**
- * What a finished request served, recorded once its response closed: the tokens and their cost per
- * account and key, a completed response that reported no usage, the time to its first token and its
- * upstream time (`gateway_*` metrics), and its access log line.
+ * What a finished request served, recorded once its response closed: its charge to its spend
+ * budgets, the tokens and their cost per account and key, a completed response that reported no
+ * usage, the time to its first token and its upstream time (`gateway_*` metrics), and its access
+ * log line.
  */
 export function recordFinished(
   ctx: RequestContext,
@@ -26,6 +28,8 @@ export function recordFinished(
   const served = ctx.served;
   const usage = served?.usage;
   const firstTokenAt = served?.firstTokenAt;
+  const cost = chargedCost(ctx);
+  settleSpend(ctx, cost);
   if (served !== undefined) {
     const model = ctx.modelLabel;
     const provider = served.provider;
@@ -43,17 +47,7 @@ export function recordFinished(
       counts.reasoning += usage.reasoning;
       counts.cachedPrompt += usage.cachedPrompt;
       counts.cacheWrite += usage.cacheWrite;
-      const price = served.pricing;
-      if (price !== undefined) {
-        const cached = Math.min(usage.cachedPrompt, usage.prompt);
-        const written = Math.min(usage.cacheWrite, usage.prompt - cached);
-        counts.cost +=
-          ((usage.prompt - cached - written) * price.prompt +
-            cached * price.cachedPrompt +
-            written * price.cacheWrite +
-            usage.completion * price.completion) /
-          1_000_000;
-      }
+      if (served.pricing !== undefined) counts.cost += usageCost(usage, served.pricing);
     } else if (outcome === 'completed' && ctx.surface?.reportsUsage === true) {
       metrics.usageMissingOf.get(model, provider).inc();
     }
@@ -78,6 +72,7 @@ export function recordFinished(
     reasoningTokens: usage?.reasoning ?? null,
     cachedPromptTokens: usage?.cachedPrompt ?? null,
     cacheWriteTokens: usage?.cacheWrite ?? null,
+    cost: cost ?? null,
     account: ctx.identity?.account ?? null,
     key: ctx.identity?.definitionName ?? null,
     traffic: ctx.traffic,

@@ -29,7 +29,8 @@ import { RawLeadingFrames, parseJsonSafe, type LeadingFrames } from './leading-f
 import { readUntil, readWhole } from './read-ahead.js';
 import { ServedStream } from './served-body.js';
 import { streamEnding } from './stream-end.js';
-import { usageFromBytes } from './usage.js';
+import { usageFromBytes, type TokenUsage } from './usage.js';
+import { chargeFailedAttempt } from './spend.js';
 import {
   answerError,
   answerJson,
@@ -102,11 +103,19 @@ export function respond(
 
 /**
  * An error inside a 200 counts as its status for the share controller, and the attempt is abandoned
- * for it when the pool fails over on that status (and another attempt is possible).
+ * for it when the pool fails over on that status (and another attempt is possible). Usage the
+ * provider reported before its error is charged to the request's spend all the same.
  */
-function abandonedForEmbeddedError(attempt: Attempt, response: UpstreamResponse, status: number): boolean {
+function abandonedForEmbeddedError(
+  ctx: RequestContext,
+  attempt: Attempt,
+  response: UpstreamResponse,
+  status: number,
+  reported: TokenUsage | undefined,
+): boolean {
   attempt.observeStatus(status);
   if (!attempt.failsOverOn(status)) return false;
+  chargeFailedAttempt(ctx, attempt.provider.pricing, reported);
   response.discard();
   attempt.abandon('embedded_error', status);
   return true;
@@ -200,7 +209,8 @@ async function respondBody(
   if (raw) {
     const error = embeddedError(value);
     if (error !== undefined) {
-      if (abandonedForEmbeddedError(attempt, response, embeddedStatus(error))) return;
+      if (abandonedForEmbeddedError(ctx, attempt, response, embeddedStatus(error), usageFromBytes(bytes)))
+        return;
       ctx.endedAs('upstream_error');
     }
     attempt.commit();
@@ -218,7 +228,10 @@ async function respondBody(
       ? outcome.upstreamError
       : undefined;
   if (upstreamError !== undefined) {
-    if (abandonedForEmbeddedError(attempt, response, embeddedStatus(upstreamError))) return;
+    if (
+      abandonedForEmbeddedError(ctx, attempt, response, embeddedStatus(upstreamError), usageFromBytes(bytes))
+    )
+      return;
     ctx.endedAs('upstream_error');
   }
   attempt.commit();
@@ -283,6 +296,7 @@ async function respondStream(
     attempt.canFailOver &&
     !ctx.isClosed
   ) {
+    chargeFailedAttempt(ctx, attempt.provider.pricing, served.usage());
     attempt.failed(ENDED_BEFORE_FIRST_TOKEN, 'body');
     return;
   }
@@ -294,7 +308,8 @@ async function respondStream(
   }
   const leadingError = frames.leadingError;
   if (leadingError !== undefined) {
-    if (abandonedForEmbeddedError(attempt, response, leadingError.upstreamStatus)) return;
+    if (abandonedForEmbeddedError(ctx, attempt, response, leadingError.upstreamStatus, served.usage()))
+      return;
     ctx.endedAs('upstream_error');
   }
   attempt.commit();
@@ -360,7 +375,7 @@ function translatedBody(
   const error = embeddedError(value);
   if (error !== undefined) {
     const status = embeddedStatus(error);
-    if (abandonedForEmbeddedError(attempt, response, status)) return;
+    if (abandonedForEmbeddedError(ctx, attempt, response, status, usageFromBytes(bytes))) return;
     ctx.endedAs('upstream_error');
     attempt.commit();
     answerJson(ctx, attempt, status, undefined, JSON.stringify(translatedError(status, { error }, masked)));

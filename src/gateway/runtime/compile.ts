@@ -33,6 +33,8 @@ import {
   type TimeoutsConfig,
 } from '../config/schema/index.js';
 import type { ResolvedGatewayConfig, ResolvedProvider, ResolvedTarget } from '../config/secrets.js';
+import type { SpendBudget } from '../limits/spend/types.js';
+import { budgetIssues, budgetParams, reservePrices } from './budgets.js';
 import { memberUrl, noMembers, type MembersOf, type ServiceMembers } from '../discovery/members.js';
 
 export interface CompileOptions {
@@ -90,13 +92,17 @@ export function compileRuntime(
     return { ok: false, issues: keyBuild.problems.map((p) => ({ path: `$.${p.path}`, message: p.message })) };
   }
   const keys = keyBuild.index;
+  const unpriced = budgetIssues(config, keys);
+  if (unpriced.length > 0) return { ok: false, issues: unpriced };
   const registry = (previous?.limiters ?? LimiterRegistry.empty()).rebuild();
   const limiters: LimiterFactory = options.sharedLimits ?? registry;
 
+  const budgets: SpendBudget[] = [];
   const keyLimits = new Map<string, KeyLimits>();
   for (const identity of keys.definitions()) {
     const name = identity.definitionName!;
     const subject = { scope: 'key' as const, subject: name };
+    const budget = config.auth?.key_definitions?.[name]?.budget;
     keyLimits.set(name, {
       rateLimit: identity.rateLimit
         ? limiters.tokenBucket(limiterId.keyRate(name), identity.rateLimit, subject)
@@ -107,6 +113,7 @@ export function compileRuntime(
       tokenLimit: identity.tokenLimit
         ? limiters.tokenBudget(limiterId.keyTokens(name), identity.tokenLimit, 'key', name)
         : undefined,
+      budget: budget && limiters.spendBudget(limiterId.keyBudget(name), 'key', name, budgetParams(budget)),
     });
   }
   const accountTokenLimits = new Map<string, TokenLimiter>();
@@ -115,6 +122,18 @@ export function compileRuntime(
       accountTokenLimits.set(
         account,
         limiters.tokenBudget(limiterId.accountTokens(account), limits.token_limit, 'account', account),
+      );
+  const accountBudgets = new Map<string, SpendBudget>();
+  for (const [account, limits] of Object.entries(config.auth?.accounts ?? {}))
+    if (limits.budget)
+      accountBudgets.set(
+        account,
+        limiters.spendBudget(
+          limiterId.accountBudget(account),
+          'account',
+          account,
+          budgetParams(limits.budget),
+        ),
       );
 
   const batchByAlias = new Map<string, BatchLimiter | undefined>();
@@ -168,6 +187,10 @@ export function compileRuntime(
       tokenLimit: target.token_limit
         ? limiters.tokenBudget(limiterId.targetTokens(key), target.token_limit, 'target', key)
         : undefined,
+      budget:
+        target.budget &&
+        limiters.spendBudget(limiterId.targetBudget(key), 'target', key, budgetParams(target.budget)),
+      reservePrices: reservePrices(target),
       inflight: limiters.accountInflight(limiterId.account(model), model, {
         inflight_limit: defaultPool.inflight_limit,
         account_inflight_limits: defaultPool.account_inflight_limits,
@@ -217,6 +240,12 @@ export function compileRuntime(
       keys,
       keyLimits,
       accountTokenLimits,
+      accountBudgets,
+      budgets: [
+        ...[...keyLimits.values()].flatMap((limits) => (limits.budget ? [limits.budget] : [])),
+        ...accountBudgets.values(),
+        ...[...routes.values()].flatMap((route) => (route.budget ? [route.budget] : [])),
+      ],
       rejectUnsupportedParams: new Set(config.reject_unsupported_params ?? []),
       sharedLimits: options.sharedLimits !== undefined,
       rateLimitHeaders: config.rate_limit_headers ?? true,

@@ -15,6 +15,7 @@ import type {
   RateLimiter,
   TokenLimiter,
 } from '../limits/types.js';
+import type { SpendBudget } from '../limits/spend/types.js';
 
 /**
  * The compiled, immutable form of a configuration: everything the request path needs, resolved
@@ -34,6 +35,10 @@ export interface RuntimeTable {
   readonly keyLimits: ReadonlyMap<string, KeyLimits>;
   /** Token budgets of accounts (`auth.accounts`), by account label. */
   readonly accountTokenLimits: ReadonlyMap<string, TokenLimiter>;
+  /** Spend budgets of accounts (`auth.accounts`), by account label. */
+  readonly accountBudgets: ReadonlyMap<string, SpendBudget>;
+  /** Every spend budget of the table (key, account and target), for their gauges. */
+  readonly budgets: readonly SpendBudget[];
   /** Catalog names whose presence rejects a strict-mode request (spec 4.7). */
   readonly rejectUnsupportedParams: ReadonlySet<string>;
   /** The limiters are shared through Redis (`--shared-state`): admission decides them together. */
@@ -46,6 +51,13 @@ export interface KeyLimits {
   readonly rateLimit: RateLimiter | undefined;
   readonly concurrencyLimit: ConcurrencyLimiter | undefined;
   readonly tokenLimit: TokenLimiter | undefined;
+  readonly budget: SpendBudget | undefined;
+}
+
+/** What one token may cost on a route at most, per token (not per million). */
+export interface ReservePrices {
+  readonly prompt: number;
+  readonly completion: number;
 }
 
 export interface FallbackPolicy {
@@ -69,6 +81,10 @@ export interface AliasRoute {
   readonly concurrencyLimit: ConcurrencyLimiter | undefined;
   /** The target's token budget (`token_limit`). */
   readonly tokenLimit: TokenLimiter | undefined;
+  /** The target's spend budget (`budget`). */
+  readonly budget: SpendBudget | undefined;
+  /** The highest prices of its providers, what a reservation is made at; undefined when one has none. */
+  readonly reservePrices: ReservePrices | undefined;
   /** Per-account realtime in-flight counter of the alias (shared by its request-class pools). */
   readonly inflight: InflightLimiter;
   /** Batch in-flight cap of the alias; undefined when uncapped or not enforced in this process. */

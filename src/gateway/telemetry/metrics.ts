@@ -5,6 +5,7 @@ import type {
   MetricValueWithName,
 } from 'prom-client';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom-client.js';
+import { BudgetMetrics } from './budget-metrics.js';
 
 /**
  * Labelled children by their label values, made once per label combination and found again by one
@@ -304,6 +305,8 @@ export class GatewayMetrics {
   readonly upstreamDuration: ChildHistogram<'model' | 'provider'>;
 
   readonly prefix: string;
+  /** Spend budgets: their limits, spend, reservations and refusals. */
+  readonly budgets: BudgetMetrics;
 
   /** (model, provider, account, key): tokens and cost; (model, provider): missing usage, TTFT, upstream time. */
   readonly usageOf: Children<UsageChild>;
@@ -491,6 +494,7 @@ export class GatewayMetrics {
       this.upstreamDuration.child(labelsOf(PROVIDER_LABELS, v)),
     );
 
+    this.budgets = new BudgetMetrics(this.registry, prefix);
     collectDefaultMetrics(this.registry);
   }
 

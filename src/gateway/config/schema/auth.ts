@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { NonEmptyString } from './fields.js';
 import { ClientKeyLiteralSchema, literalOf, secretOr, tokenOwnershipIssues } from './secret-reference.js';
-import { ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
+import { BudgetSchema, ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
 
 export const KeyDefinitionSchema = z
   .strictObject({
@@ -17,6 +17,9 @@ export const KeyDefinitionSchema = z
     ),
     token_limit: TokenLimitSchema.optional().describe(
       "Token budget of this key alone, across every target; checked in addition to the target's and the account's.",
+    ),
+    budget: BudgetSchema.optional().describe(
+      "Spend budget of this key alone, across every target; checked in addition to the target's and the account's. Every target the key is accepted on needs prices.",
     ),
     labels: z
       .record(NonEmptyString, z.string())
@@ -35,6 +38,9 @@ export const AccountSchema = z
   .strictObject({
     token_limit: TokenLimitSchema.optional().describe(
       'Token budget shared by all keys of the account, across every target.',
+    ),
+    budget: BudgetSchema.optional().describe(
+      'Spend budget shared by all keys of the account, across every target. Every target its keys are accepted on needs prices.',
     ),
   })
   .meta({

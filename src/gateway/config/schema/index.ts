@@ -27,8 +27,14 @@ export type { Effort, PoolStrategy, ReasoningSurfaceName } from './constants.js'
 export { EffortSchema } from './fields.js';
 export { SecretReferenceSchema, UpstreamKeySchema, tokenOwnershipIssues } from './secret-reference.js';
 export type { SecretReference } from './secret-reference.js';
-export { ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
-export type { ConcurrencyLimitConfig, RateLimitConfig, TokenLimitConfig } from './limits.js';
+export {
+  BudgetSchema,
+  ConcurrencyLimitSchema,
+  DEFAULT_BUDGET_MAX_TOKENS,
+  RateLimitSchema,
+  TokenLimitSchema,
+} from './limits.js';
+export type { BudgetConfig, ConcurrencyLimitConfig, RateLimitConfig, TokenLimitConfig } from './limits.js';
 export { AuthSchema, KeyDefinitionSchema } from './auth.js';
 export type { AuthConfig, KeyDefinition } from './auth.js';
 export { ReasoningSurfaceSchema, ReasoningTranslationSchema, ReasoningWriteSchema } from './reasoning.js';

@@ -17,7 +17,7 @@ import {
   kubernetesRules,
 } from './fields.js';
 import { ClientKeyLiteralSchema, UpstreamKeySchema, secretOr } from './secret-reference.js';
-import { ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
+import { BudgetSchema, ConcurrencyLimitSchema, RateLimitSchema, TokenLimitSchema } from './limits.js';
 import { ReasoningTranslationSchema } from './reasoning.js';
 import { resolveAimd } from './aimd.js';
 import { FallbackSchema } from './fallback.js';
@@ -269,6 +269,9 @@ const TargetObjectSchema = z.strictObject({
   ),
   token_limit: TokenLimitSchema.optional().describe(
     'Token budget of the whole target, shared by all clients. Absent: no token limit.',
+  ),
+  budget: BudgetSchema.optional().describe(
+    'Spend budget of the whole target, shared by all clients. Every provider of the target needs prices. Absent: none.',
   ),
   inflight_limit: NonNegativeInt.optional().describe(
     'Default cap of realtime in-flight requests per account (the `account` label of the key) on this alias. Absent: uncapped. Read from the alias default pool; not valid on a request-class pool `alias:class`.',

@@ -1,6 +1,7 @@
 import { Redis, type Result } from 'ioredis';
 import type { Logger } from '../../telemetry/logger.js';
 import { ADMIT, CHARGE_TOKENS, RELEASE_SLOTS, RENEW_SLOTS } from './scripts.js';
+import { READ_SPEND, RENEW_SPEND, RESERVE_SPEND, SETTLE_SPEND } from './spend-scripts.js';
 import { redactedTarget } from './url.js';
 
 // The scripts as ioredis commands: EVALSHA, with EVAL on the first use per connection and on NOSCRIPT
@@ -14,6 +15,15 @@ declare module 'ioredis' {
     gatewayChargeTokens(keyCount: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
     gatewayRenewSlots(key: string, leaseMs: number, ...leaseIds: string[]): Result<number, Context>;
     gatewayReleaseSlots(keyCount: number, ...keysThenLeaseIds: string[]): Result<number, Context>;
+    gatewayReserveSpend(keyCount: number, ...keysThenArgs: (string | number)[]): Result<string[], Context>;
+    gatewaySettleSpend(keyCount: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
+    gatewayReadSpend(keyCount: number, ...keysThenArgs: (string | number)[]): Result<string[], Context>;
+    gatewayRenewSpend(
+      expiryKey: string,
+      amountsKey: string,
+      leaseMs: number,
+      ...ids: string[]
+    ): Result<number, Context>;
   }
 }
 
@@ -39,6 +49,12 @@ export type Verdict =
       readonly reply: readonly (number | string)[];
     }
   | Unavailable;
+
+/** A spend script's reply: its entries as strings (Redis would truncate Lua numbers to integers). */
+export interface SpendReply {
+  readonly ok: true;
+  readonly reply: readonly (string | number)[];
+}
 
 const UNAVAILABLE: Readonly<Record<UnavailableReason, Unavailable>> = Object.freeze({
   disconnected: Object.freeze({ ok: false, reason: 'disconnected' }),
@@ -98,6 +114,10 @@ export class SharedStateClient {
     this.#redis.defineCommand('gatewayRenewSlots', { numberOfKeys: 1, lua: RENEW_SLOTS });
     this.#redis.defineCommand('gatewayReleaseSlots', { lua: RELEASE_SLOTS });
     this.#redis.defineCommand('gatewayChargeTokens', { lua: CHARGE_TOKENS });
+    this.#redis.defineCommand('gatewayReserveSpend', { lua: RESERVE_SPEND });
+    this.#redis.defineCommand('gatewaySettleSpend', { lua: SETTLE_SPEND });
+    this.#redis.defineCommand('gatewayReadSpend', { lua: READ_SPEND });
+    this.#redis.defineCommand('gatewayRenewSpend', { numberOfKeys: 2, lua: RENEW_SPEND });
     this.#redis.on('ready', () => this.#setUp(true));
     this.#redis.on('close', () => this.#setUp(false));
     // Every failed reconnect emits an error; the health transition is what gets logged at warn.
@@ -172,6 +192,50 @@ export class SharedStateClient {
     );
   }
 
+  /**
+   * Reserves in spend budgets (see spend-scripts.ts): the reply, or why there is none. Answers
+   * synchronously when the connection is down.
+   */
+  reserveSpend(
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<SpendReply | Unavailable> | Unavailable {
+    if (!this.#up) return UNAVAILABLE.disconnected;
+    return this.#redis.gatewayReserveSpend(keys.length, ...keys, ...args).then(spendReply, unavailable);
+  }
+
+  /** Settles a reservation; false when Redis could not be reached or did not answer in time. */
+  async settleSpend(keys: readonly string[], args: readonly (string | number)[]): Promise<boolean> {
+    if (!this.#up) return false;
+    return this.#redis.gatewaySettleSpend(keys.length, ...keys, ...args).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** Spent and reserved per budget, or why there is no answer. */
+  async readSpend(
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<SpendReply | Unavailable> {
+    if (!this.#up) return UNAVAILABLE.disconnected;
+    return this.#redis.gatewayReadSpend(keys.length, ...keys, ...args).then(spendReply, unavailable);
+  }
+
+  /** Extends the leases of this process's reservations in one budget; false when Redis could not be reached. */
+  async renewSpend(
+    expiryKey: string,
+    amountsKey: string,
+    leaseMs: number,
+    ids: readonly string[],
+  ): Promise<boolean> {
+    if (!this.#up || ids.length === 0) return false;
+    return this.#redis.gatewayRenewSpend(expiryKey, amountsKey, leaseMs, ...ids).then(
+      () => true,
+      () => false,
+    );
+  }
+
   /** Closes the connection and stops reconnecting; waits at most `waitMs` for a polite QUIT. */
   async close(waitMs = 1000): Promise<void> {
     this.#closing = true;
@@ -207,6 +271,10 @@ export class SharedStateClient {
 
 function granted(reply: [granted: number, waitSeconds: number, ...levels: string[]]): Verdict {
   return { ok: true, granted: reply[0], waitSeconds: reply[1], reply };
+}
+
+function spendReply(reply: string[]): SpendReply {
+  return { ok: true, reply };
 }
 
 function unavailable(error: unknown): Unavailable {

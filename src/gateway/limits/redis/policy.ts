@@ -5,7 +5,7 @@
  * Redis", explains the defaults).
  */
 
-export const SHARED_LIMIT_KINDS = ['rate', 'concurrency', 'inflight', 'batch', 'tokens'] as const;
+export const SHARED_LIMIT_KINDS = ['rate', 'concurrency', 'inflight', 'batch', 'tokens', 'budget'] as const;
 export type SharedLimitKind = (typeof SHARED_LIMIT_KINDS)[number];
 
 export const FAILURE_POLICIES = ['fail_open', 'fail_closed'] as const;
@@ -17,7 +17,9 @@ export type FailurePolicies = Readonly<Record<SharedLimitKind, FailurePolicy>>;
  * Realtime limits (token budgets included) fail open: an outage of the limit store should not become
  * an outage of the API, and every such decision is counted and logged. Batch fails closed: dispatched traffic can wait,
  * and its refusal (529 `batch_capacity_exceeded`, Retry-After: 1) is made for rescheduling without
- * spending a retry, so refusing it protects realtime capacity at no lasting cost.
+ * spending a retry, so refusing it protects realtime capacity at no lasting cost. Spend budgets fail
+ * closed: they stand for money, and an outage that let every replica spend unchecked could cost
+ * more than the budget itself, where a rate limit missed for a while costs only load.
  */
 export const DEFAULT_FAILURE_POLICIES: FailurePolicies = Object.freeze({
   rate: 'fail_open',
@@ -25,6 +27,7 @@ export const DEFAULT_FAILURE_POLICIES: FailurePolicies = Object.freeze({
   inflight: 'fail_open',
   batch: 'fail_closed',
   tokens: 'fail_open',
+  budget: 'fail_closed',
 });
 
 export type PolicyParse = { ok: true; policies: FailurePolicies } | { ok: false; message: string };

@@ -34,6 +34,10 @@ import {
   type Step,
 } from './limiters.js';
 import { formatFailurePolicies, type FailurePolicies } from './policy.js';
+import { SharedSpendBook, SharedSpendBudget } from './spend.js';
+import type { BudgetScope } from '../types.js';
+import type { BudgetParams, SpendBudget } from '../spend/types.js';
+import { windowIdentity } from '../spend/window.js';
 
 /**
  * How runtime/compile.ts obtains limiters: the in-memory registry builder has exactly this shape, and the
@@ -51,6 +55,11 @@ export interface LimiterFactory {
   concurrency(identity: string, params: ConcurrencyParams, subject: LimitSubject): ConcurrencyLimiter;
   accountInflight(identity: string, alias: string, params: InflightParams): InflightLimiter;
   batch(identity: string, alias: string, params: BatchParams): BatchLimiter;
+  /**
+   * A spend budget. Its state follows the identity and the window: a reload that changes only the
+   * amount keeps what was spent, one that changes the window starts a new one.
+   */
+  spendBudget(identity: string, scope: BudgetScope, name: string, params: BudgetParams): SpendBudget;
 }
 
 export interface SharedLimitStoreOptions {
@@ -92,6 +101,7 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
   readonly #logger: Logger;
   readonly #leases = new HeldLeases();
   readonly #local = new Map<string, LocalCount>();
+  readonly #spend: SharedSpendBook;
   /** Leases released in this tick, sent together (a request releases all its slots at once). */
   #releasing: { keys: string[]; leaseIds: string[] } | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
@@ -110,6 +120,7 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
       onHealth: (up) => this.#metrics.up.set(up ? 1 : 0),
     });
     // Renew three times per lease, so one lost renewal never lets a live request's slot lapse.
+    this.#spend = new SharedSpendBook(this.client, this.#policy, options.logger, options.leaseMs);
     this.#renewTimer = setInterval(() => this.#renew(), Math.max(1, Math.floor(options.leaseMs / 3)));
     this.#renewTimer.unref();
     options.logger.info(
@@ -137,6 +148,7 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
   /** Stops renewing and closes the connection; unreleased leases then expire on their own. */
   async close(): Promise<void> {
     this.#flushReleases();
+    this.#spend.close();
     clearInterval(this.#renewTimer);
     this.#renewTimer = undefined;
     await this.client.close();
@@ -165,6 +177,21 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
 
   batch(identity: string, alias: string, params: BatchParams): BatchLimiter {
     return new SharedBatchInflight(this, this.keyOf(identity), alias, params, this.#localCount(identity));
+  }
+
+  spendBudget(identity: string, scope: BudgetScope, name: string, params: BudgetParams): SpendBudget {
+    return new SharedSpendBudget(
+      this.#spend,
+      `${this.keyOf(identity)}:${windowIdentity(params.window)}`,
+      scope,
+      name,
+      params,
+    );
+  }
+
+  /** Settlements of spend budgets waiting for Redis to take them. */
+  get pendingSettlements(): number {
+    return this.#spend.pendingSettlements;
   }
 
   /**

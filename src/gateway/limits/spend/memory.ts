@@ -1,0 +1,187 @@
+import { budgetRefusal } from '../refusals.js';
+import type { BudgetRefusal, BudgetScope } from '../types.js';
+import type {
+  BudgetLevel,
+  BudgetParams,
+  BudgetSnapshot,
+  SpendBook,
+  SpendBudget,
+  SpendGrant,
+  SpendHold,
+} from './types.js';
+import { ROLLING_SLOTS, calendarBounds, slotOf } from './window.js';
+
+/**
+ * A spend budget in this process's memory (without `--shared-state`): lost when the process stops,
+ * which the gateway says at start-up. Time is the wall clock (`now`), since windows are calendar
+ * hours, days and months.
+ *
+ * State: what the current window spent (one sum for a calendar window; a ring of `ROLLING_SLOTS`
+ * sums, plus their total, for a rolling one) and what requests in flight have reserved. Reservations
+ * do not belong to a window: a request that started before a boundary is charged in the window in
+ * which it ends, so a window never loses a cost it was still waiting for.
+ */
+export class MemorySpendBudget implements SpendBudget {
+  readonly scope: BudgetScope;
+  readonly name: string;
+  readonly book: SpendBook = MEMORY_BOOK;
+  readonly #now: () => number;
+  #params: BudgetParams;
+  #reserved = 0;
+  /** Calendar: spent in [#start, #end). Rolling: the total of the slots. */
+  #spent = 0;
+  #start = 0;
+  #end = -Infinity;
+  /** Rolling only: slot n's spend at n % ROLLING_SLOTS, and the newest slot index written. */
+  readonly #slots: Float64Array | undefined;
+  #newest = 0;
+
+  constructor(scope: BudgetScope, name: string, params: BudgetParams, now: () => number = Date.now) {
+    this.scope = scope;
+    this.name = name;
+    this.#params = params;
+    this.#now = now;
+    this.#slots = params.window.kind === 'rolling' ? new Float64Array(ROLLING_SLOTS) : undefined;
+  }
+
+  get params(): BudgetParams {
+    return this.#params;
+  }
+
+  /** A reload that keeps the window: the new amount applies to what was already spent. */
+  configure(params: BudgetParams): void {
+    this.#params = params;
+  }
+
+  now(): number {
+    return this.#now();
+  }
+
+  /** Spent in the window that holds `now`. */
+  spent(now: number): number {
+    const window = this.#params.window;
+    if (window.kind === 'calendar') {
+      if (now >= this.#end) {
+        const bounds = calendarBounds(window.unit, window.timeZone, now);
+        if (bounds.start !== this.#start) this.#spent = 0;
+        this.#start = bounds.start;
+        this.#end = bounds.end;
+      }
+    } else {
+      this.#advance(slotOf(window, now));
+    }
+    return this.#spent;
+  }
+
+  /** What a new reservation may take now. */
+  room(now: number): number {
+    return this.#params.amount - this.spent(now) - this.#reserved;
+  }
+
+  reserve(amount: number): void {
+    this.#reserved += amount;
+  }
+
+  /** Gives a reservation back and charges the cost to the window that holds `now`. */
+  settle(reserved: number, cost: number, now: number): void {
+    this.#reserved = Math.max(0, this.#reserved - reserved);
+    if (!(cost > 0)) return;
+    const window = this.#params.window;
+    this.spent(now);
+    this.#spent += cost;
+    if (window.kind === 'rolling') this.#slots![slotOf(window, now) % ROLLING_SLOTS]! += cost;
+  }
+
+  snapshotAt(now: number): BudgetSnapshot {
+    return { spent: this.spent(now), reserved: this.#reserved };
+  }
+
+  /** Milliseconds until the window holds no spend (after `spent(now)` brought it up to date). */
+  resetMs(now: number): number {
+    const window = this.#params.window;
+    if (window.kind === 'calendar') return this.#spent > 0 ? this.#end - now : 0;
+    for (let slot = this.#newest; slot > this.#newest - ROLLING_SLOTS; slot--)
+      if (this.#slots![slot % ROLLING_SLOTS]! > 0) return (slot + ROLLING_SLOTS) * window.slotMs - now;
+    return 0;
+  }
+
+  /** Milliseconds until `amount` would fit, as far as the passing of time frees room. */
+  retryMs(amount: number, now: number): number {
+    const window = this.#params.window;
+    if (window.kind === 'calendar') return this.#end - now;
+    const needed = this.#spent + this.#reserved + amount - this.#params.amount;
+    let freed = 0;
+    for (let slot = this.#newest - ROLLING_SLOTS + 1; slot <= this.#newest; slot++) {
+      freed += this.#slots![slot % ROLLING_SLOTS]!;
+      if (freed >= needed) return (slot + ROLLING_SLOTS) * window.slotMs - now;
+    }
+    // Reservations in flight, or a request larger than the budget: time alone does not free it.
+    return window.ms;
+  }
+
+  /** Moves the ring to `slot`, dropping the slots that left the window. */
+  #advance(slot: number): void {
+    if (slot <= this.#newest) return;
+    const slots = this.#slots!;
+    const from = Math.max(this.#newest + 1, slot - ROLLING_SLOTS + 1);
+    for (let s = from; s <= slot; s++) {
+      const at = s % ROLLING_SLOTS;
+      this.#spent -= slots[at]!;
+      slots[at] = 0;
+    }
+    // Subtraction leaves rounding residue: an emptied ring spends exactly nothing.
+    if (slot - this.#newest >= ROLLING_SLOTS || this.#spent < 1e-12) this.#spent = 0;
+    this.#newest = slot;
+  }
+}
+
+/** The reservations of one request in memory. */
+class MemoryHold implements SpendHold {
+  #budgets: readonly MemorySpendBudget[] | undefined;
+  readonly #amounts: readonly number[];
+
+  constructor(budgets: readonly MemorySpendBudget[], amounts: readonly number[]) {
+    this.#budgets = budgets;
+    this.#amounts = amounts;
+  }
+
+  settle(cost: number): void {
+    const budgets = this.#budgets;
+    if (budgets === undefined) return;
+    this.#budgets = undefined;
+    const now = budgets[0]!.now();
+    for (let i = 0; i < budgets.length; i++) budgets[i]!.settle(this.#amounts[i]!, cost, now);
+  }
+}
+
+/** Whole seconds for Retry-After, at least one. */
+function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+const MEMORY_BOOK: SpendBook = {
+  reserve(budgets: readonly SpendBudget[], amounts: readonly number[]): SpendGrant | BudgetRefusal {
+    const held = budgets as readonly MemorySpendBudget[];
+    const now = held[0]!.now();
+    for (let i = 0; i < held.length; i++) {
+      const budget = held[i]!;
+      if (amounts[i]! > budget.room(now))
+        return budgetRefusal(budget.scope, budget.name, seconds(budget.retryMs(amounts[i]!, now)));
+    }
+    const levels: BudgetLevel[] = [];
+    for (let i = 0; i < held.length; i++) {
+      const budget = held[i]!;
+      budget.reserve(amounts[i]!);
+      levels.push({
+        amount: budget.params.amount,
+        remaining: budget.room(now),
+        resetMs: budget.resetMs(now),
+      });
+    }
+    return { ok: true, hold: new MemoryHold(held, amounts), levels };
+  },
+
+  snapshot(budgets: readonly SpendBudget[]): readonly BudgetSnapshot[] {
+    return (budgets as readonly MemorySpendBudget[]).map((budget) => budget.snapshotAt(budget.now()));
+  },
+};
