@@ -21,6 +21,12 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port, empty (persistence is off), as a restarted Redis would be. */
   start(): Promise<void>;
+  /**
+   * Freezes the server (SIGSTOP): connections stay open and every call times out, as with a hung or
+   * partitioned Redis; its data stays. `resume()` (SIGCONT) lets it answer again.
+   */
+  pause(): void;
+  resume(): void;
   /** Stops it and removes its directory. */
   close(): Promise<void>;
 }
@@ -182,6 +188,7 @@ export async function startRedis(): Promise<RedisServer> {
     url: `redis://127.0.0.1:${port}`,
     port,
     async stop() {
+      current?.kill('SIGCONT');
       if (current !== undefined) await terminate(current);
       current = undefined;
     },
@@ -189,7 +196,14 @@ export async function startRedis(): Promise<RedisServer> {
       if (current !== undefined) return;
       current = await launch(binary, port, dir);
     },
+    pause() {
+      current?.kill('SIGSTOP');
+    },
+    resume() {
+      current?.kill('SIGCONT');
+    },
     async close() {
+      current?.kill('SIGCONT');
       if (current !== undefined) await terminate(current);
       current = undefined;
       await rm(dir, { recursive: true, force: true });

@@ -106,7 +106,8 @@ class AttemptLoop implements HeadListener, AttemptListener {
     this.#attempts = Math.min(this.#configuredAttempts, this.#order.length);
     // The deadline applies to streamed requests (a non-streamed body has no observable first token).
     if (fallback?.firstTokenTimeoutMs !== undefined) parseJsonBody(ctx);
-    if (route.requestUsageInStreams && ctx.surface?.streamOptions === true) {
+    // A budgeted stream asks for its usage too: without it, its charge would be its reservation.
+    if ((route.requestUsageInStreams || ctx.spendHold !== undefined) && ctx.surface?.streamOptions === true) {
       parseJsonBody(ctx);
       ctx.usageInjected = injectsUsage(ctx.json);
     }
