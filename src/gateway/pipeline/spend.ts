@@ -101,7 +101,7 @@ export function reserveSpend(ctx: RequestContext): MaybePromise<BudgetRefusal | 
  */
 export function chargedCost(ctx: RequestContext): number | undefined {
   const served = ctx.served;
-  let cost = ctx.failedAttemptsCost;
+  const cost = ctx.failedAttemptsCost;
   if (served === undefined) return ctx.spendHold === undefined && cost === 0 ? undefined : cost;
   if (served.usage !== undefined && served.pricing !== undefined)
     return cost + usageCost(served.usage, served.pricing);

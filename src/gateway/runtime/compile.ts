@@ -97,7 +97,6 @@ export function compileRuntime(
   const registry = (previous?.limiters ?? LimiterRegistry.empty()).rebuild();
   const limiters: LimiterFactory = options.sharedLimits ?? registry;
 
-  const budgets: SpendBudget[] = [];
   const keyLimits = new Map<string, KeyLimits>();
   for (const identity of keys.definitions()) {
     const name = identity.definitionName!;

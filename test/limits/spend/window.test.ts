@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { budgetWindow, calendarBounds, slotOf } from '../../../src/gateway/limits/spend/window.js';
+import { MemorySpendBudget } from '../../../src/gateway/limits/spend/memory.js';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const at = (text: string): number => Date.parse(text);
+
+describe('calendar windows', () => {
+  it('a month of a time zone runs from its local first of the month to the next, across the year end', () => {
+    const november = calendarBounds('month', 'Europe/Berlin', at('2026-11-30T22:59:59.999Z'));
+    expect(iso(november.start)).toBe('2026-10-31T23:00:00.000Z');
+    expect(iso(november.end)).toBe('2026-11-30T23:00:00.000Z');
+    // One millisecond later it is December 1st in Berlin.
+    expect(iso(calendarBounds('month', 'Europe/Berlin', at('2026-11-30T23:00:00.000Z')).start)).toBe(
+      '2026-11-30T23:00:00.000Z',
+    );
+    const december = calendarBounds('month', 'UTC', at('2026-12-31T12:00:00Z'));
+    expect(iso(december.end)).toBe('2027-01-01T00:00:00.000Z');
+  });
+
+  it('a day across a daylight saving change lasts 25 or 23 hours', () => {
+    // Europe/Berlin leaves summer time on 2026-10-25 and enters it on 2026-03-29.
+    const long = calendarBounds('day', 'Europe/Berlin', at('2026-10-25T12:00:00Z'));
+    expect(iso(long.start)).toBe('2026-10-24T22:00:00.000Z');
+    expect((long.end - long.start) / 3_600_000).toBe(25);
+    const short = calendarBounds('day', 'Europe/Berlin', at('2026-03-29T12:00:00Z'));
+    expect((short.end - short.start) / 3_600_000).toBe(23);
+  });
+
+  it('a week starts on Monday; an hour follows an offset that is not whole hours', () => {
+    // 2026-11-28 is a Saturday.
+    const week = calendarBounds('week', 'UTC', at('2026-11-28T10:00:00Z'));
+    expect(iso(week.start)).toBe('2026-11-23T00:00:00.000Z');
+    expect(iso(week.end)).toBe('2026-11-30T00:00:00.000Z');
+    const hour = calendarBounds('hour', 'Asia/Kolkata', at('2026-11-28T10:10:00Z'));
+    expect(iso(hour.start)).toBe('2026-11-28T09:30:00.000Z');
+    expect(iso(hour.end)).toBe('2026-11-28T10:30:00.000Z');
+  });
+});
+
+describe('a budget in memory across its window', () => {
+  const params = (window: string, timeZone?: string) => ({
+    amount: 10,
+    window: budgetWindow(window, timeZone),
+    defaultMaxTokens: 100,
+  });
+
+  it('a month window: spend of November is gone on December 1st, local time, and not a moment before', () => {
+    let now = at('2026-11-30T22:00:00Z');
+    const budget = new MemorySpendBudget('key', 'alice', params('month', 'Europe/Berlin'), () => now);
+    budget.reserve(4);
+    budget.settle(4, 6, now);
+    expect(budget.room(now)).toBe(4);
+    // A reservation made in November and still running at midnight belongs to no window...
+    budget.reserve(3);
+    now = at('2026-11-30T22:59:59Z');
+    expect(budget.room(now)).toBe(1);
+    expect(budget.retryMs(2, now)).toBe(1000);
+    now = at('2026-11-30T23:00:00Z');
+    expect(budget.room(now)).toBe(7);
+    // ...and its cost is charged to the window in which it ends.
+    budget.settle(3, 2.5, now);
+    expect(budget.snapshotAt(now)).toEqual({ spent: 2.5, reserved: 0 });
+  });
+
+  it('a rolling window: a charge leaves it once the window has passed, slot by slot', () => {
+    const window = budgetWindow('60s', undefined);
+    expect(window).toMatchObject({ kind: 'rolling', ms: 60_000, slotMs: 1000 });
+    let now = 1_000_000_000;
+    const budget = new MemorySpendBudget('target', 'chat', params('60s'), () => now);
+    budget.settle(0, 3, now);
+    now += 30_000;
+    budget.settle(0, 5, now);
+    expect(budget.room(now)).toBe(2);
+    // Room for 4 comes when the first charge leaves, 60 s after its slot began.
+    const wait = budget.retryMs(4, now);
+    expect(wait).toBe((slotOf({ slotMs: 1000 }, 1_000_000_000) + 60) * 1000 - now);
+    now += wait;
+    expect(budget.room(now)).toBe(5);
+    now += 30_000;
+    expect(budget.room(now)).toBe(10);
+    expect(budget.resetMs(now)).toBe(0);
+  });
+});
