@@ -1,4 +1,5 @@
 import { compileRuntime, type CompiledTable } from './runtime/compile.js';
+import { readBudgets } from './limits/spend/readings.js';
 import { ConfigLoadError, openFileOrigin } from './config/file-origin.js';
 import type { ConfigOrigin } from './config/origin.js';
 import { resolveLoaded, type SecretReferences } from './config/secrets.js';
@@ -66,7 +67,7 @@ export interface Gateway {
 export async function createGateway(options: GatewayOptions, deps: GatewayDeps = {}): Promise<Gateway> {
   const logger = deps.logger ?? createLogger();
   const metrics = new GatewayMetrics(options.metricsPrefix);
-  metrics.budgets.source(() => runtime?.budgets ?? []);
+  metrics.budgets.source(() => readBudgets(runtime?.budgets ?? []));
   const lifecycle = new LifecycleState();
 
   const upstream = new UpstreamClient();

@@ -297,11 +297,11 @@ export function gatewayOptionDefinitions(): Option[] {
       .argParser(seconds('--keep-alive-timeout-secs', { positive: true })),
     new Option(
       '--shared-state <redis-url>',
-      'share rate, concurrency, in-flight and batch limits across replicas through Redis (redis:// or rediss://); unset: limits per process',
+      'share rate, concurrency, in-flight, batch and token limits and spend budgets across replicas through Redis (redis:// or rediss://); unset: limits per process',
     ).env('GATEWAY_SHARED_STATE'),
     new Option(
       '--shared-state-failure <policy>',
-      'decision while Redis cannot answer: fail_open or fail_closed, for all kinds or per kind (rate, concurrency, inflight, batch, tokens), e.g. "fail_closed,rate=fail_open"',
+      'decision while Redis cannot answer: fail_open or fail_closed, for all kinds or per kind (rate, concurrency, inflight, batch, tokens, budget), e.g. "fail_closed,rate=fail_open"',
     )
       .env('GATEWAY_SHARED_STATE_FAILURE')
       .default(d.sharedStateFailure, formatFailurePolicies(d.sharedStateFailure))

@@ -1,7 +1,14 @@
-import type { SpendBudget } from '../limits/spend/types.js';
-import { windowLabel } from '../limits/spend/window.js';
-import type { BudgetScope } from '../limits/types.js';
 import { Counter, Gauge, type Registry } from './prom-client.js';
+
+/** One budget as its gauges report it; spent and reserved undefined when they could not be read. */
+export interface BudgetReading {
+  readonly scope: string;
+  readonly budget: string;
+  readonly window: string;
+  readonly limit: number;
+  readonly spent: number | undefined;
+  readonly reserved: number | undefined;
+}
 
 /**
  * The gauges of spend budgets, read when `/metrics` is collected from wherever the budgets live
@@ -16,7 +23,7 @@ export class BudgetMetrics {
   readonly reserved: Gauge<'scope' | 'budget'>;
   readonly remaining: Gauge<'scope' | 'budget'>;
   readonly refusals: Counter<'scope' | 'budget'>;
-  #budgets: () => readonly SpendBudget[] = () => [];
+  #read: () => Promise<readonly BudgetReading[]> = () => Promise.resolve([]);
   /**
    * The read of one collection: the registry collects its metrics concurrently, so the four gauges
    * wait for the same read instead of each making one (or reading before it is done).
@@ -61,36 +68,32 @@ export class BudgetMetrics {
     });
   }
 
-  /** Where the budgets come from: the serving table's, read at each collection. */
-  source(budgets: () => readonly SpendBudget[]): void {
-    this.#budgets = budgets;
+  /** Where the readings come from: the serving table's budgets, read at each collection. */
+  source(read: () => Promise<readonly BudgetReading[]>): void {
+    this.#read = read;
   }
 
-  refused(scope: BudgetScope, budget: string): void {
+  refused(scope: string, budget: string): void {
     this.refusals.inc({ scope, budget });
   }
 
   #refresh(): Promise<void> {
-    this.#reading ??= this.#read().finally(() => {
+    this.#reading ??= this.#collect().finally(() => {
       this.#reading = undefined;
     });
     return this.#reading;
   }
 
-  async #read(): Promise<void> {
-    const budgets = this.#budgets();
+  async #collect(): Promise<void> {
+    const readings = await this.#read();
     for (const gauge of [this.limit, this.spent, this.reserved, this.remaining]) gauge.reset();
-    if (budgets.length === 0) return;
-    const states = await budgets[0]!.book.snapshot(budgets);
-    budgets.forEach((budget, i) => {
-      const labels = { scope: budget.scope, budget: budget.name };
-      const amount = budget.params.amount;
-      this.limit.set({ ...labels, window: windowLabel(budget.params.window) }, amount);
-      const state = states[i];
-      if (state === undefined) return;
-      this.spent.set(labels, state.spent);
-      this.reserved.set(labels, state.reserved);
-      this.remaining.set(labels, amount - state.spent - state.reserved);
-    });
+    for (const reading of readings) {
+      const labels = { scope: reading.scope, budget: reading.budget };
+      this.limit.set({ ...labels, window: reading.window }, reading.limit);
+      if (reading.spent === undefined || reading.reserved === undefined) continue;
+      this.spent.set(labels, reading.spent);
+      this.reserved.set(labels, reading.reserved);
+      this.remaining.set(labels, reading.limit - reading.spent - reading.reserved);
+    }
   }
 }
