@@ -44,7 +44,7 @@ import {
   type Arrivals,
   type StreamRunResult,
 } from './drivers/streaming.ts';
-import { BENCH_TOKEN, COMPARE_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
+import { BENCH_TOKEN, isKeyed, COMPARE_KINDS, gatewayConfig, type GatewayKind } from './support/configs.ts';
 import { STREAM_CHUNKS } from './support/payloads.ts';
 import { loopbackRoundTrip, machineStateLine } from './support/machine-state.ts';
 import { stealSeconds } from './support/process.ts';
@@ -203,7 +203,7 @@ try {
       name: variant.name,
       origin: proxy?.origin ?? `http://127.0.0.1:${upstream.ports[0]!}`,
       pid: proxy?.service.pid,
-      headers: variant.proxy === 'limits' ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
+      headers: isKeyed(variant.proxy) ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
     };
   });
 

@@ -53,6 +53,7 @@ import {
   BENCH_TOKEN,
   COMPARE_KINDS,
   gatewayConfig,
+  isKeyed,
   manyAliasesConfig,
   type GatewayKind,
 } from './support/configs.ts';
@@ -159,7 +160,7 @@ try {
     name: proxy,
     origin: running.origin,
     pid: running.service.pid,
-    headers: proxy === 'limits' ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
+    headers: isKeyed(proxy) ? { authorization: `Bearer ${BENCH_TOKEN}` } : {},
   };
   /** Requests (or streams) served over the proxy's whole life, warm-up included. */
   let served = 0;

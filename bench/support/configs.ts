@@ -7,19 +7,41 @@ export const BENCH_TOKEN = 'bench-token-3f9c2a7d51e84b06a1c4d2e7f8091b3c';
 const NEVER_RATE = { requests_per_second: 10_000_000, burst_size: 10_000_000 };
 const NEVER_CONCURRENCY = { max_concurrent_requests: 1_000_000 };
 const NEVER_TOKENS = { tokens_per_minute: 1_000_000_000_000, burst_tokens: 1_000_000_000_000 };
+const NEVER_BUDGET = { amount: 1_000_000_000_000, window: 'month' };
+const BENCH_PRICING = { prompt_per_million: 1, completion_per_million: 2 };
 
 export type GatewayKind =
-  'plain' | 'limits' | 'pool' | 'strict' | 'least' | 'affinity' | 'messages' | 'messages-translated';
+  | 'plain'
+  | 'limits'
+  | 'limits-without-budgets'
+  | 'pool'
+  | 'strict'
+  | 'least'
+  | 'affinity'
+  | 'messages'
+  | 'messages-translated';
+
+/** The configurations whose requests carry the bench key. */
+export function isKeyed(kind: string): boolean {
+  return kind === 'limits' || kind === 'limits-without-budgets';
+}
 
 /** The rows of the full benchmark. */
 export const GATEWAY_KINDS: readonly GatewayKind[] = ['plain', 'limits', 'pool', 'strict'];
 /** Every configuration `compare.ts` and `profile.ts` run: the rows, and the picking strategies' pools. */
-export const COMPARE_KINDS: readonly GatewayKind[] = [...GATEWAY_KINDS, 'least', 'affinity'];
+export const COMPARE_KINDS: readonly GatewayKind[] = [
+  ...GATEWAY_KINDS,
+  'limits-without-budgets',
+  'least',
+  'affinity',
+];
 
 export const GATEWAY_DESCRIPTIONS: Record<GatewayKind, string> = {
   plain: 'one alias, one provider, no keys',
   limits:
-    "keyed auth (named key with account), key + target rate limit, key + target concurrency limit, account in-flight limit, key token limit (checked, and charged each response's usage)",
+    "keyed auth (named key with account), key + target rate limit, key + target concurrency limit, account in-flight limit, key token limit (checked, and charged each response's usage), key + account + target spend budget (reserved, then settled with each response's cost)",
+  'limits-without-budgets':
+    'the limits row without its spend budgets (what the limits row was before budgets)',
   pool: 'priority pool of two providers, fallback (on 429/5xx and connection errors), AIMD share controller, outlier ejection, provider timeouts',
   strict: 'strict_mode: true, one alias',
   least: 'least_request pool of two providers',
@@ -43,6 +65,8 @@ export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Reco
     case 'plain':
       return { targets: { [ALIAS]: { url: base(first) } } };
     case 'limits':
+    case 'limits-without-budgets': {
+      const budgets = kind === 'limits';
       return {
         auth: {
           key_definitions: {
@@ -52,8 +76,10 @@ export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Reco
               rate_limit: NEVER_RATE,
               concurrency_limit: NEVER_CONCURRENCY,
               token_limit: NEVER_TOKENS,
+              ...(budgets ? { budget: NEVER_BUDGET } : {}),
             },
           },
+          ...(budgets ? { accounts: { 'bench-account': { budget: NEVER_BUDGET } } } : {}),
         },
         targets: {
           [ALIAS]: {
@@ -62,9 +88,11 @@ export function gatewayConfig(kind: GatewayKind, ports: readonly number[]): Reco
             rate_limit: NEVER_RATE,
             concurrency_limit: NEVER_CONCURRENCY,
             inflight_limit: 1_000_000,
+            ...(budgets ? { pricing: BENCH_PRICING, budget: NEVER_BUDGET } : {}),
           },
         },
       };
+    }
     case 'pool':
       return {
         targets: {

@@ -1,6 +1,6 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { durationText } from '../limits/limit-headers.js';
-import type { SpendBudget, SpendGrant, BudgetLevel } from '../limits/spend/types.js';
+import type { SpendBudget, SpendHold } from '../limits/spend/types.js';
 import type { BudgetRefusal, MaybePromise } from '../limits/types.js';
 import type { TokenPrices } from '../runtime/table.js';
 import type { RequestContext } from './context.js';
@@ -70,29 +70,41 @@ export function reserveSpend(ctx: RequestContext): MaybePromise<BudgetRefusal | 
   const prices = ctx.route!.reservePrices;
   const promptCost =
     prices === undefined ? 0 : Math.ceil(ctx.body.length / BODY_BYTES_PER_TOKEN) * prices.prompt;
+  const completionPrice = prices?.completion ?? 0;
   const requested = requestedMaxTokens(ctx);
   const amounts: number[] = [];
   let largest = 0;
   for (const budget of budgets) {
-    const completion = requested ?? budget.params.defaultMaxTokens;
-    const amount = promptCost + completion * (prices?.completion ?? 0);
+    const amount = promptCost + (requested ?? budget.params.defaultMaxTokens) * completionPrice;
     amounts.push(amount);
-    largest = Math.max(largest, amount);
+    if (amount > largest) largest = amount;
   }
   const answer = budgets[0]!.book.reserve(budgets, amounts);
-  const settled = (result: SpendGrant | BudgetRefusal): BudgetRefusal | undefined => {
-    if (!result.ok) {
-      if (ctx.table.rateLimitHeaders) addBudgetHeaders(ctx, refusedLevel(budgets, result));
-      return result;
+  if (answer instanceof Promise) return answer.then((result) => reserved(ctx, budgets, largest, result));
+  return reserved(ctx, budgets, largest, answer);
+}
+
+/** Keeps the hold (settling it at once if the client already left) or reports the refusal. */
+function reserved(
+  ctx: RequestContext,
+  budgets: readonly SpendBudget[],
+  largest: number,
+  result: SpendHold | BudgetRefusal,
+): BudgetRefusal | undefined {
+  if (!result.ok) {
+    if (ctx.table.rateLimitHeaders) {
+      const budget =
+        budgets.find((b) => b.scope === result.scope && b.name === result.subject) ?? budgets[0]!;
+      addBudgetHeaders(ctx, budget.params.amount, 0, (result.retryAfterSeconds ?? 0) * 1000);
     }
-    ctx.spendHold = result.hold;
-    ctx.spendReserved = largest;
-    if (ctx.isClosed) settleSpend(ctx);
-    else if (ctx.table.rateLimitHeaders && result.levels !== undefined)
-      addBudgetHeaders(ctx, tightest(result.levels));
-    return undefined;
-  };
-  return answer instanceof Promise ? answer.then(settled) : settled(answer);
+    return result;
+  }
+  ctx.spendHold = result;
+  ctx.spendReserved = largest;
+  if (ctx.isClosed) settleSpend(ctx);
+  else if (ctx.table.rateLimitHeaders && result.level !== undefined)
+    addBudgetHeaders(ctx, result.level.amount, result.level.remaining, result.level.resetMs);
+  return undefined;
 }
 
 /**
@@ -147,36 +159,21 @@ export function usageCost(usage: TokenUsage, price: TokenPrices): number {
   );
 }
 
-/** The budget with the least left (between equals, the one that resets last). */
-function tightest(levels: readonly BudgetLevel[]): BudgetLevel {
-  let best = levels[0]!;
-  for (const level of levels)
-    if (
-      level.remaining < best.remaining ||
-      (level.remaining === best.remaining && level.resetMs > best.resetMs)
-    )
-      best = level;
-  return best;
-}
-
-function refusedLevel(budgets: readonly SpendBudget[], refusal: BudgetRefusal): BudgetLevel {
-  const budget = budgets.find((b) => b.scope === refusal.scope && b.name === refusal.subject) ?? budgets[0]!;
-  return { amount: budget.params.amount, remaining: 0, resetMs: (refusal.retryAfterSeconds ?? 0) * 1000 };
-}
-
 /**
  * The budget headers, named like the `x-ratelimit-*` ones: the budget's amount, what is left after
- * this request's reservation (never below 0), and the time until its window holds no spend.
+ * this request's reservation (never below 0), and the time until its window holds no spend. Added to
+ * the request's rate-limit headers object when it has its own one.
  */
-function addBudgetHeaders(ctx: RequestContext, level: BudgetLevel): void {
-  const headers: OutgoingHttpHeaders = { ...ctx.limitHeaders };
-  headers[BUDGET_HEADER_NAMES[0]] = amountText(level.amount);
-  headers[BUDGET_HEADER_NAMES[1]] = amountText(Math.max(0, level.remaining));
-  headers[BUDGET_HEADER_NAMES[2]] = durationText(Math.max(0, Math.ceil(level.resetMs)));
+function addBudgetHeaders(ctx: RequestContext, amount: number, remaining: number, resetMs: number): void {
+  const own = ctx.limitHeaders;
+  const headers: OutgoingHttpHeaders = own === undefined || Object.isFrozen(own) ? { ...own } : own;
+  headers[BUDGET_HEADER_NAMES[0]] = amountText(amount);
+  headers[BUDGET_HEADER_NAMES[1]] = amountText(remaining > 0 ? remaining : 0);
+  headers[BUDGET_HEADER_NAMES[2]] = durationText(resetMs > 0 ? Math.ceil(resetMs) : 0);
   ctx.limitHeaders = headers;
 }
 
 /** An amount with at most six decimals and no exponent. */
 function amountText(amount: number): string {
-  return String(Number(amount.toFixed(6)));
+  return String(Math.round(amount * 1e6) / 1e6);
 }

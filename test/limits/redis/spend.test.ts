@@ -48,7 +48,7 @@ describe('shared spend budgets', () => {
       { spent: 0, reserved: 2 },
       { spent: 0, reserved: 2 },
     ]);
-    if (first.ok) first.hold.settle(1.5);
+    if (first.ok) first.settle(1.5);
     await sleep(100);
     expect(await key.book.snapshot([key, account])).toEqual([
       { spent: 1.5, reserved: 0 },

@@ -7,9 +7,9 @@ import type {
   BudgetSnapshot,
   SpendBook,
   SpendBudget,
-  SpendGrant,
   SpendHold,
 } from '../spend/types.js';
+import { tighterThan } from '../spend/types.js';
 import { calendarBounds, type Bounds } from '../spend/window.js';
 import type { SharedStateClient, SpendReply, Unavailable } from './client.js';
 import type { DegradedDecisions } from './degraded.js';
@@ -99,7 +99,7 @@ export class SharedSpendBook implements SpendBook {
   reserve(
     budgets: readonly SpendBudget[],
     amounts: readonly number[],
-  ): MaybePromise<SpendGrant | BudgetRefusal> {
+  ): MaybePromise<SpendHold | BudgetRefusal> {
     const shared = budgets as readonly SharedSpendBudget[];
     const id = this.#leases.nextId();
     const now = Date.now();
@@ -164,28 +164,23 @@ export class SharedSpendBook implements SpendBook {
     });
   }
 
-  #decided(
-    budgets: readonly SharedSpendBudget[],
-    id: string,
-    answer: SpendReply,
-  ): SpendGrant | BudgetRefusal {
+  #decided(budgets: readonly SharedSpendBudget[], id: string, answer: SpendReply): SpendHold | BudgetRefusal {
     const reply = answer.reply;
     const refused = Number(reply[0]);
     if (refused > 0) {
       const budget = budgets[refused - 1]!;
       return budgetRefusal(budget.scope, budget.name, Math.max(1, Math.ceil(Number(reply[1]) / 1000)));
     }
-    const levels: BudgetLevel[] = [];
+    let level: BudgetLevel | undefined;
     for (let i = 0; i < budgets.length; i++) {
       const budget = budgets[i]!;
       this.#leases.add(budget.keys[0], id);
-      levels.push({
-        amount: budget.params.amount,
-        remaining: Number(reply[2 + 2 * i]),
-        resetMs: Number(reply[3 + 2 * i]),
-      });
+      const remaining = Number(reply[2 + 2 * i]);
+      const resetMs = Number(reply[3 + 2 * i]);
+      if (level === undefined || tighterThan(remaining, resetMs, level))
+        level = { amount: budget.params.amount, remaining, resetMs };
     }
-    return { ok: true, hold: new SharedHold(this, budgets, id), levels };
+    return new SharedHold(this, budgets, id, level);
   }
 
   /**
@@ -196,13 +191,13 @@ export class SharedSpendBook implements SpendBook {
     budgets: readonly SharedSpendBudget[],
     id: string,
     unavailable: Unavailable,
-  ): SpendGrant | BudgetRefusal {
+  ): SpendHold | BudgetRefusal {
     const first = budgets[0]!;
     if (this.#policy.decide('budget', unavailable.reason) === 'fail_closed') {
       if (unavailable.reason !== 'disconnected') this.settle(budgets, id, 0);
       return budgetUnavailableRefusal(first.scope, first.name);
     }
-    return { ok: true, hold: new SharedHold(this, budgets, id), levels: undefined };
+    return new SharedHold(this, budgets, id, undefined);
   }
 
   #wait(settlement: Settlement): void {
@@ -246,14 +241,22 @@ export class SharedSpendBook implements SpendBook {
 
 /** The reservations of one request in Redis (or, granted by policy, none: its cost is still charged). */
 class SharedHold implements SpendHold {
+  readonly ok = true as const;
+  readonly level: BudgetLevel | undefined;
   #book: SharedSpendBook | undefined;
   readonly #budgets: readonly SharedSpendBudget[];
   readonly #id: string;
 
-  constructor(book: SharedSpendBook, budgets: readonly SharedSpendBudget[], id: string) {
+  constructor(
+    book: SharedSpendBook,
+    budgets: readonly SharedSpendBudget[],
+    id: string,
+    level: BudgetLevel | undefined,
+  ) {
     this.#book = book;
     this.#budgets = budgets;
     this.#id = id;
+    this.level = level;
   }
 
   settle(cost: number): void {

@@ -6,9 +6,9 @@ import type {
   BudgetSnapshot,
   SpendBook,
   SpendBudget,
-  SpendGrant,
   SpendHold,
 } from './types.js';
+import { tighterThan } from './types.js';
 import { ROLLING_SLOTS, calendarBounds, slotOf } from './window.js';
 
 /**
@@ -135,14 +135,31 @@ export class MemorySpendBudget implements SpendBudget {
   }
 }
 
-/** The reservations of one request in memory. */
-class MemoryHold implements SpendHold {
+/** The reservations of one request in memory; it is its own level (no object more per request). */
+class MemoryHold implements SpendHold, BudgetLevel {
+  readonly ok = true as const;
   #budgets: readonly MemorySpendBudget[] | undefined;
   readonly #amounts: readonly number[];
+  amount = 0;
+  remaining = Infinity;
+  resetMs = 0;
 
   constructor(budgets: readonly MemorySpendBudget[], amounts: readonly number[]) {
     this.#budgets = budgets;
     this.#amounts = amounts;
+  }
+
+  get level(): BudgetLevel {
+    return this;
+  }
+
+  /** Keeps the budget's level when it is the tightest so far. */
+  consider(amount: number, remaining: number, resetMs: number): void {
+    if (tighterThan(remaining, resetMs, this)) {
+      this.amount = amount;
+      this.remaining = remaining;
+      this.resetMs = resetMs;
+    }
   }
 
   settle(cost: number): void {
@@ -160,7 +177,7 @@ function seconds(ms: number): number {
 }
 
 const MEMORY_BOOK: SpendBook = {
-  reserve(budgets: readonly SpendBudget[], amounts: readonly number[]): SpendGrant | BudgetRefusal {
+  reserve(budgets: readonly SpendBudget[], amounts: readonly number[]): SpendHold | BudgetRefusal {
     const held = budgets as readonly MemorySpendBudget[];
     const now = held[0]!.now();
     for (let i = 0; i < held.length; i++) {
@@ -168,17 +185,13 @@ const MEMORY_BOOK: SpendBook = {
       if (amounts[i]! > budget.room(now))
         return budgetRefusal(budget.scope, budget.name, seconds(budget.retryMs(amounts[i]!, now)));
     }
-    const levels: BudgetLevel[] = [];
+    const hold = new MemoryHold(held, amounts);
     for (let i = 0; i < held.length; i++) {
       const budget = held[i]!;
       budget.reserve(amounts[i]!);
-      levels.push({
-        amount: budget.params.amount,
-        remaining: budget.room(now),
-        resetMs: budget.resetMs(now),
-      });
+      hold.consider(budget.params.amount, budget.room(now), budget.resetMs(now));
     }
-    return { ok: true, hold: new MemoryHold(held, amounts), levels };
+    return hold;
   },
 
   snapshot(budgets: readonly SpendBudget[]): readonly BudgetSnapshot[] {

@@ -36,17 +36,22 @@ export interface BudgetLevel {
   readonly resetMs: number;
 }
 
-/** What a request holds after its budgets granted: its reservations, settled once when it ends. */
+/**
+ * What a request holds after its budgets granted: its reservations, settled once when it ends, and
+ * the level of its tightest budget (the one with the least left; between equals, the one that
+ * resets last) for the response's headers.
+ */
 export interface SpendHold {
+  readonly ok: true;
+  /** Undefined when it is unknown (the shared store did not answer). */
+  readonly level: BudgetLevel | undefined;
   /** Replaces every reservation with `cost`, charged to each budget; only the first call counts. */
   settle(cost: number): void;
 }
 
-export interface SpendGrant {
-  readonly ok: true;
-  readonly hold: SpendHold;
-  /** One per budget, in order; undefined when they are unknown (the shared store did not answer). */
-  readonly levels: readonly BudgetLevel[] | undefined;
+/** Whether a budget with `remaining` left, resetting in `resetMs`, is tighter than `best`. */
+export function tighterThan(remaining: number, resetMs: number, best: BudgetLevel): boolean {
+  return remaining < best.remaining || (remaining === best.remaining && resetMs > best.resetMs);
 }
 
 /** Spent and reserved in a budget's current window, for its gauges. */
@@ -64,7 +69,7 @@ export interface SpendBook {
   reserve(
     budgets: readonly SpendBudget[],
     amounts: readonly number[],
-  ): MaybePromise<SpendGrant | BudgetRefusal>;
+  ): MaybePromise<SpendHold | BudgetRefusal>;
   /** Each budget's state now, or undefined for one that could not be read. */
   snapshot(budgets: readonly SpendBudget[]): MaybePromise<readonly (BudgetSnapshot | undefined)[]>;
 }
