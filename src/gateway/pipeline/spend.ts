@@ -168,12 +168,19 @@ function addBudgetHeaders(ctx: RequestContext, amount: number, remaining: number
   const own = ctx.limitHeaders;
   const headers: OutgoingHttpHeaders = own === undefined || Object.isFrozen(own) ? { ...own } : own;
   headers[BUDGET_HEADER_NAMES[0]] = amountText(amount);
-  headers[BUDGET_HEADER_NAMES[1]] = amountText(remaining > 0 ? remaining : 0);
+  headers[BUDGET_HEADER_NAMES[1]] = remaining > 0 ? String(Math.round(remaining * 1e6) / 1e6) : '0';
   headers[BUDGET_HEADER_NAMES[2]] = durationText(resetMs > 0 ? Math.ceil(resetMs) : 0);
   ctx.limitHeaders = headers;
 }
 
-/** An amount with at most six decimals and no exponent. */
+/** The last amount written and its text: most responses report the same budget's amount. */
+let lastAmount = Number.NaN;
+let lastAmountText = '';
+
+/** An amount with at most six decimals. */
 function amountText(amount: number): string {
-  return String(Math.round(amount * 1e6) / 1e6);
+  if (amount === lastAmount) return lastAmountText;
+  lastAmount = amount;
+  lastAmountText = String(Math.round(amount * 1e6) / 1e6);
+  return lastAmountText;
 }

@@ -206,9 +206,6 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 const text = (value: string | null): string =>
   value === null ? 'null' : PLAIN.test(value) ? `"${value}"` : JSON.stringify(value);
 const count = (value: number | null): string => (value === null ? 'null' : String(value));
-/** An amount of currency to twelve decimals (a request may cost a millionth of a unit), no exponent. */
-const amount = (value: number | null): string =>
-  value === null ? 'null' : String(Number(value.toFixed(12)));
 /**
  * Milliseconds to a tenth, from integers: a fraction's shortest decimal form costs several times
  * more to find than two small integers' digits.
@@ -242,7 +239,7 @@ export function accessLine(e: AccessLogEntry): string {
     `,"attempts":${e.attempts},"durationMs":${millis(e.durationMs)},"ttftMs":${millis(e.ttftMs)}` +
     `,"promptTokens":${count(e.promptTokens)},"completionTokens":${count(e.completionTokens)}` +
     `,"reasoningTokens":${count(e.reasoningTokens)},"cachedPromptTokens":${count(e.cachedPromptTokens)}` +
-    `,"cacheWriteTokens":${count(e.cacheWriteTokens)},"cost":${amount(e.cost)}` +
+    `,"cacheWriteTokens":${count(e.cacheWriteTokens)},"cost":${count(e.cost)}` +
     `,"account":${text(e.account)},"key":${text(e.key)},"traffic":"${e.traffic}"` +
     `,"traceId":${text(e.traceId)},"client":${text(e.client)},"msg":"request finished"}\n`
   );
