@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewaysPerTest, metricValue } from '../helpers/gateway.js';
@@ -322,6 +323,60 @@ describe('spend budgets', () => {
       metricValue(text, 'gateway_budget_limit', { scope: 'target', budget: 'chat', window: 'month' }),
     ).toBeCloseTo(reservation * 3, 9);
   }, 30_000);
+
+  it('Anthropic clients: a translated Messages request is charged, and the refusal comes in their shape, unretried', async () => {
+    const gateway = await startGateway(
+      config({ alice: { amount: 0.05, window: 'day', default_max_tokens: 10 } }),
+    );
+    const client = new Anthropic({ baseURL: gateway.url, apiKey: ALICE, maxRetries: 2 });
+    const message = await client.messages.create({
+      model: 'chat',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    expect(message.usage).toMatchObject({ input_tokens: REPORTED_PROMPT, output_tokens: 10 });
+    await untilEquals(
+      async () => budgetGauge(await gateway.metrics(), 'spent', 'key', 'alice').toFixed(9),
+      actualCost(10).toFixed(9),
+    );
+    const refused = await client.messages
+      .create({ model: 'chat', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(refused).toBeInstanceOf(Anthropic.RateLimitError);
+    expect((refused as InstanceType<typeof Anthropic.RateLimitError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'rate_limit_error' },
+    });
+    expect(
+      metricValue(await gateway.metrics(), 'gateway_budget_refusals_total', {
+        scope: 'key',
+        budget: 'alice',
+      }),
+    ).toBe(1);
+  });
+
+  it('strict mode answers a budget refusal in its one error shape, keeping the code', async () => {
+    const body = bodyText('chat', 10);
+    const gateway = await startGateway({
+      ...config({ alice: { amount: reservationOf(body, 10) / 2, window: 'week' } }),
+      strict_mode: true,
+    });
+    const refused = await post(gateway.url, ALICE, body);
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toEqual({
+      error: {
+        message: 'Rate limit exceeded',
+        type: 'rate_limit_error',
+        param: null,
+        code: 'budget_exceeded',
+      },
+    });
+    expect(refused.headers.get('x-should-retry')).toBe('false');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
 
   it('a budget on a model without a price is a configuration error naming the model', async () => {
     const path = join(tempDir('gateway-budget-'), 'config.json');
