@@ -2,7 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { metricValue, startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
-import { startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
+import {
+  completion,
+  startUpstream,
+  type RecordingUpstream,
+  type UpstreamHandler,
+} from '../helpers/upstream.js';
 import { until, untilEquals } from '../helpers/wait.js';
 
 /**
@@ -37,18 +42,15 @@ const answering: UpstreamHandler = async (_req, res) => {
   else if (delayMs > 0) await sleep(delayMs);
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(
-    JSON.stringify({
-      id: 'c1',
-      object: 'chat.completion',
-      created: 1,
-      model: 'm',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-      usage: {
-        prompt_tokens: REPORTED_PROMPT,
-        completion_tokens: MAX_TOKENS,
-        total_tokens: REPORTED_PROMPT + MAX_TOKENS,
-      },
-    }),
+    JSON.stringify(
+      completion('m', {
+        usage: {
+          prompt_tokens: REPORTED_PROMPT,
+          completion_tokens: MAX_TOKENS,
+          total_tokens: REPORTED_PROMPT + MAX_TOKENS,
+        },
+      }),
+    ),
   );
 };
 

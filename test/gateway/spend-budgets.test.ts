@@ -7,7 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewaysPerTest, metricValue } from '../helpers/gateway.js';
 import { spawnProgram } from '../helpers/process.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { startUpstream, type RecordingUpstream, type UpstreamHandler } from '../helpers/upstream.js';
+import {
+  completion,
+  startUpstream,
+  type RecordingUpstream,
+  type UpstreamHandler,
+} from '../helpers/upstream.js';
 import { untilEquals } from '../helpers/wait.js';
 
 /**
@@ -42,24 +47,15 @@ const answering: UpstreamHandler = async (req, res) => {
     stream_options?: { include_usage?: boolean };
   };
   if (delayMs > 0) await sleep(delayMs);
-  const completion = body.max_tokens ?? 5;
+  const completionTokens = body.max_tokens ?? 5;
   const usage = {
     prompt_tokens: REPORTED_PROMPT,
-    completion_tokens: completion,
-    total_tokens: REPORTED_PROMPT + completion,
+    completion_tokens: completionTokens,
+    total_tokens: REPORTED_PROMPT + completionTokens,
   };
   if (body.stream !== true) {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id: 'c1',
-        object: 'chat.completion',
-        created: 1,
-        model: 'm',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-        usage,
-      }),
-    );
+    res.end(JSON.stringify(completion('m', { usage })));
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -193,7 +189,13 @@ describe('spend budgets', () => {
       String(Number((reservation * 1.5).toFixed(6))),
     );
     expect(Number(first.headers.get('x-ratelimit-remaining-budget'))).toBeCloseTo(reservation * 0.5, 5);
-    expect(first.headers.get('x-ratelimit-reset-budget')).toBe('0s');
+    // The account's day ends at Berlin's next midnight.
+    expect(
+      Math.abs(
+        durationSeconds(first.headers.get('x-ratelimit-reset-budget')!) -
+          (nextMidnight('Europe/Berlin') - Date.now()) / 1000,
+      ),
+    ).toBeLessThan(5);
 
     // Carol shares the account: what Bob spent is gone for her too.
     const spentByBob = actualCost(10);
@@ -288,6 +290,86 @@ describe('spend budgets', () => {
       expect(access.outcome).toBe('upstream_cut');
     } finally {
       await cut.close();
+    }
+  }, 30_000);
+
+  it('a Messages stream cut after reporting its prompt is charged its reservation, not the prompt alone', async () => {
+    const cut = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(messageStart(20));
+      res.write(textDelta('par'));
+      setTimeout(() => res.destroy(), 50);
+    });
+    try {
+      const gateway = await startGateway(messagesConfig([{ name: 'cut', url: cut.url }]));
+      const body = messagesBody(40);
+      const response = await postMessages(gateway.url, body);
+      await response.text().catch(() => '');
+      await untilEquals(
+        async () => budgetGauge(await gateway.metrics(), 'spent', 'key', 'alice').toFixed(9),
+        reservationOf(body, 40).toFixed(9),
+      );
+    } finally {
+      await cut.close();
+    }
+  }, 30_000);
+
+  it("a failed-over attempt's reported cost is charged beside the served one's", async () => {
+    const broken = await startUpstream((_req, res) => {
+      // The prompt is reported, then the stream ends before any content: the pool fails over.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(messageStart(20));
+    });
+    const whole = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(messageStart(20));
+      res.write(textDelta('ok'));
+      res.end(messageEnd(10));
+    });
+    try {
+      const gateway = await startGateway(
+        messagesConfig([
+          { name: 'broken', url: broken.url },
+          { name: 'whole', url: whole.url },
+        ]),
+      );
+      const response = await postMessages(gateway.url, messagesBody(40));
+      expect(await response.text()).toContain('message_stop');
+      const firstAttempt = 20 * PROMPT_PRICE + 1 * COMPLETION_PRICE;
+      await untilEquals(
+        async () => budgetGauge(await gateway.metrics(), 'spent', 'key', 'alice').toFixed(9),
+        (firstAttempt + actualCost(10)).toFixed(9),
+      );
+    } finally {
+      await Promise.all([broken.close(), whole.close()]);
+    }
+  }, 30_000);
+
+  it('a client that leaves while the provider works is charged its reservation', async () => {
+    const slow = await startUpstream(async (_req, res) => {
+      await sleep(1000);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(completion('m')));
+    });
+    try {
+      const gateway = await startGateway({
+        auth: { key_definitions: { alice: { key: ALICE, budget: { amount: 100, window: 'day' } } } },
+        targets: { chat: { url: slow.url, keys: ['alice'], pricing: PRICING } },
+      });
+      const body = bodyText('chat', 30);
+      const left = fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ALICE}` },
+        body,
+        signal: AbortSignal.timeout(200),
+      });
+      await expect(left).rejects.toThrow();
+      await untilEquals(
+        async () => budgetGauge(await gateway.metrics(), 'spent', 'key', 'alice').toFixed(9),
+        reservationOf(body, 30).toFixed(9),
+      );
+    } finally {
+      await slow.close();
     }
   }, 30_000);
 
@@ -402,19 +484,100 @@ describe('spend budgets', () => {
   });
 });
 
-/** The instant of the next local midnight in `timeZone`. */
-function nextMidnight(timeZone: string): number {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    })
-      .formatToParts(Date.now())
-      .map((p) => [p.type, p.value]),
+/** A pool of Messages providers (passed through) under alice's budget, failing over on a broken stream. */
+function messagesConfig(providers: { name: string; url: string }[]) {
+  return {
+    auth: { key_definitions: { alice: { key: ALICE, budget: { amount: 100, window: 'day' } } } },
+    targets: {
+      chat: {
+        providers: providers.map((p) => ({ ...p, api: 'anthropic' })),
+        strategy: 'priority',
+        ...(providers.length > 1
+          ? { fallback: { on_connection_error: true, max_attempts: providers.length } }
+          : {}),
+        keys: ['alice'],
+        pricing: PRICING,
+      },
+    },
+  };
+}
+
+function messagesBody(maxTokens: number): string {
+  return JSON.stringify({
+    model: 'chat',
+    max_tokens: maxTokens,
+    stream: true,
+    messages: [{ role: 'user', content: 'hello' }],
+  });
+}
+
+function postMessages(url: string, body: string): Promise<Response> {
+  return fetch(`${url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': ALICE, 'anthropic-version': '2023-06-01' },
+    body,
+  });
+}
+
+function sse(type: string, data: Record<string, unknown>): string {
+  return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+}
+
+/** A Messages stream's opening event, reporting its prompt (and one output token, as Anthropic does). */
+function messageStart(inputTokens: number): string {
+  return sse('message_start', {
+    message: {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'm',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: inputTokens, output_tokens: 1 },
+    },
+  });
+}
+
+function textDelta(text: string): string {
+  return (
+    sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
+    sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text } })
   );
-  const elapsed = (Number(parts.hour) * 3600 + Number(parts.minute) * 60 + Number(parts.second)) * 1000;
-  return Date.now() - elapsed - (Date.now() % 1000) + 86_400_000;
+}
+
+function messageEnd(outputTokens: number): string {
+  return (
+    sse('content_block_stop', { index: 0 }) +
+    sse('message_delta', {
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: outputTokens },
+    }) +
+    sse('message_stop', {})
+  );
+}
+
+/**
+ * The next instant at which the local date in `timeZone` changes, found by walking forward a minute
+ * at a time (so a day of 23 or 25 hours is no special case).
+ */
+function nextMidnight(timeZone: string): number {
+  const dateOf = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+  });
+  const today = dateOf.format(Date.now());
+  let t = Math.ceil(Date.now() / 60_000) * 60_000;
+  while (dateOf.format(t) === today) t += 60_000;
+  return t;
+}
+
+/** Seconds in a duration the way the headers write it (`5h3m2.5s`, `250ms`). */
+function durationSeconds(text: string): number {
+  const match = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:([\d.]+)s)?(?:(\d+)ms)?$/.exec(text);
+  if (match === null) throw new Error(`not a duration: ${text}`);
+  const [, h, m, sec, ms] = match;
+  return Number(h ?? 0) * 3600 + Number(m ?? 0) * 60 + Number(sec ?? 0) + Number(ms ?? 0) / 1000;
 }

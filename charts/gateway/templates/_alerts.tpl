@@ -109,8 +109,8 @@ groups:
             {{ $p }}_budget_spent >= ignoring (window) {{ $p }}_budget_limit
             or on (namespace, job, scope, budget)
             sum by (namespace, job, scope, budget) (
-              {{ $p }}_budget_refusals_total
-              - ({{ $p }}_budget_refusals_total offset 15m or {{ $p }}_budget_refusals_total * 0)
+              {{ $p }}_budget_refusals_total{code="budget_exceeded"}
+              - ({{ $p }}_budget_refusals_total{code="budget_exceeded"} offset 15m or {{ $p }}_budget_refusals_total{code="budget_exceeded"} * 0)
             ) > 0
           )
         for: 2m

@@ -28,7 +28,7 @@ export function recordFinished(
   const served = ctx.served;
   const usage = served?.usage;
   const firstTokenAt = served?.firstTokenAt;
-  const cost = chargedCost(ctx);
+  const cost = chargedCost(ctx, outcome);
   settleSpend(ctx, cost);
   if (served !== undefined) {
     const model = ctx.modelLabel;

@@ -216,7 +216,8 @@ function afterAdmission(ctx: RequestContext, deps: StageDeps, refusal: Refusal |
   try {
     if (refusal) {
       if (refusal.kind === 'batch') deps.metrics.batchInflightRefusals.inc({ model: ctx.modelLabel });
-      else if (refusal.kind === 'budget') deps.metrics.budgets.refused(refusal.scope, refusal.subject);
+      else if (refusal.kind === 'budget')
+        deps.metrics.budgets.refused(refusal.scope, refusal.subject, refusal.code);
       return reject(ctx, refusalError(refusal), deps);
     }
     if (ctx.isClosed) return;

@@ -4,6 +4,7 @@ import type { SpendBudget, SpendHold } from '../limits/spend/types.js';
 import type { BudgetRefusal, MaybePromise } from '../limits/types.js';
 import type { TokenPrices } from '../runtime/table.js';
 import type { RequestContext } from './context.js';
+import type { RequestOutcome } from './outcome.js';
 import { parseJsonBody } from './resolve.js';
 import type { TokenUsage } from './usage.js';
 
@@ -13,12 +14,17 @@ import type { TokenUsage } from './usage.js';
  *
  * - Reservation: the prompt at one token per four bytes of the request body, plus the request's
  *   completion maximum (`max_completion_tokens`, else `max_tokens`, else `max_output_tokens`; else
- *   the budget's `default_max_tokens`), at the highest prices of the target's providers.
- * - Charge: the cost of every attempt whose provider reported usage (a failed-over attempt
- *   included), at that provider's prices. A response that was served but whose usage never arrived
- *   (a cut stream, a client that left, a provider that reports none) is charged its reservation in
- *   full: the most it could have cost, never zero. A request that reached no provider, or whose
- *   providers only answered errors, is charged nothing.
+ *   the budget's `default_max_tokens`) times its choices (`n`, `best_of`), at the highest prices of
+ *   the target's providers. Token counts (a surface that reports no usage) are neither reserved
+ *   nor charged: providers do not bill them.
+ * - Charge (`chargedCost`): failed-over attempts whose providers reported usage, at their prices,
+ *   plus what was served:
+ *   - a success that completed: the usage it reported, else its reservation;
+ *   - a success that did not complete (cut, an error inside it, its client gone): the larger of the
+ *     usage it reported (a Messages stream reports its prompt at its start) and its reservation;
+ *   - a provider's error status passed on: the usage it reported, else nothing;
+ *   - nothing served, the client gone while a provider had the request: its reservation;
+ *   - nothing served otherwise (refused, timed out, every provider failed): nothing more.
  */
 
 /** Bytes of request body per estimated prompt token. */
@@ -48,16 +54,24 @@ function budgetsOf(ctx: RequestContext): SpendBudget[] | undefined {
   return budgets;
 }
 
-/** The completion maximum the request sets itself, if any. */
-function requestedMaxTokens(ctx: RequestContext): number | undefined {
-  parseJsonBody(ctx);
-  const json = ctx.json;
+function positiveInteger(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+/** The completion maximum the request sets itself, if any, times the choices it asks for. */
+function requestedMaxTokens(json: Record<string, unknown> | undefined): number | undefined {
   if (json === undefined) return undefined;
-  for (const field of ['max_completion_tokens', 'max_tokens', 'max_output_tokens'] as const) {
-    const value = json[field];
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return value;
-  }
-  return undefined;
+  const max =
+    positiveInteger(json.max_completion_tokens) ??
+    positiveInteger(json.max_tokens) ??
+    positiveInteger(json.max_output_tokens);
+  return max === undefined ? undefined : max * choicesOf(json);
+}
+
+/** How many completions the request asks for (`n`, and `best_of` of text completions, generated whole). */
+function choicesOf(json: Record<string, unknown> | undefined): number {
+  if (json === undefined) return 1;
+  return Math.max(1, positiveInteger(json.n) ?? 1, positiveInteger(json.best_of) ?? 1);
 }
 
 /**
@@ -65,17 +79,20 @@ function requestedMaxTokens(ctx: RequestContext): number | undefined {
  * for budgets in memory; a promise for budgets shared through Redis.
  */
 export function reserveSpend(ctx: RequestContext): MaybePromise<BudgetRefusal | undefined> {
+  if (ctx.surface?.reportsUsage === false || ctx.isClosed) return undefined;
   const budgets = budgetsOf(ctx);
   if (budgets === undefined) return undefined;
+  parseJsonBody(ctx);
   const prices = ctx.route!.reservePrices;
   const promptCost =
     prices === undefined ? 0 : Math.ceil(ctx.body.length / BODY_BYTES_PER_TOKEN) * prices.prompt;
   const completionPrice = prices?.completion ?? 0;
-  const requested = requestedMaxTokens(ctx);
+  const requested = requestedMaxTokens(ctx.json);
+  const choices = requested === undefined ? choicesOf(ctx.json) : 1;
   const amounts: number[] = [];
   let largest = 0;
   for (const budget of budgets) {
-    const amount = promptCost + (requested ?? budget.params.defaultMaxTokens) * completionPrice;
+    const amount = promptCost + (requested ?? budget.params.defaultMaxTokens * choices) * completionPrice;
     amounts.push(amount);
     if (amount > largest) largest = amount;
   }
@@ -92,7 +109,8 @@ function reserved(
   result: SpendHold | BudgetRefusal,
 ): BudgetRefusal | undefined {
   if (!result.ok) {
-    if (ctx.table.rateLimitHeaders) {
+    // A target's budget is every tenant's: its figures are not the client's to read.
+    if (ctx.table.rateLimitHeaders && result.status === 429 && result.scope !== 'target') {
       const budget =
         budgets.find((b) => b.scope === result.scope && b.name === result.subject) ?? budgets[0]!;
       addBudgetHeaders(ctx, budget.params.amount, 0, (result.retryAfterSeconds ?? 0) * 1000);
@@ -101,33 +119,40 @@ function reserved(
   }
   ctx.spendHold = result;
   ctx.spendReserved = largest;
-  if (ctx.isClosed) settleSpend(ctx);
+  // The client left while the reservation was being made: nothing reached a provider.
+  if (ctx.isClosed) settleSpend(ctx, 0);
   else if (ctx.table.rateLimitHeaders && result.level !== undefined)
     addBudgetHeaders(ctx, result.level.amount, result.level.remaining, result.level.resetMs);
   return undefined;
 }
 
 /**
- * What the request is charged: its attempts' reported costs, or, for a served response whose usage
- * never arrived, its reservation. Undefined when nothing is priced and nothing was reserved.
+ * What the request is charged, by the rule above; undefined when nothing is priced and nothing was
+ * reserved (the access log's `cost` is then null).
  */
-export function chargedCost(ctx: RequestContext): number | undefined {
+export function chargedCost(ctx: RequestContext, outcome: RequestOutcome): number | undefined {
   const served = ctx.served;
-  const cost = ctx.failedAttemptsCost;
-  if (served === undefined) return ctx.spendHold === undefined && cost === 0 ? undefined : cost;
-  if (served.usage !== undefined && served.pricing !== undefined)
-    return cost + usageCost(served.usage, served.pricing);
-  // A provider's error passed on to the client cost nothing; a success without usage, its reservation.
+  const failed = ctx.failedAttemptsCost;
+  const reported =
+    served?.usage !== undefined && served.pricing !== undefined
+      ? usageCost(served.usage, served.pricing)
+      : undefined;
+  if (ctx.spendHold === undefined) {
+    if (reported !== undefined) return failed + reported;
+    return served?.pricing === undefined && failed === 0 ? undefined : failed;
+  }
+  const reservation = ctx.spendReserved;
+  if (served === undefined)
+    return outcome === 'client_cancelled' && ctx.attempts > 0 ? failed + reservation : failed;
   const status = ctx.res.statusCode;
-  if (ctx.spendHold !== undefined && status >= 200 && status < 300) return cost + ctx.spendReserved;
-  return served.pricing === undefined && ctx.spendHold === undefined ? undefined : cost;
+  if (status < 200 || status >= 300) return failed + (reported ?? 0);
+  if (outcome === 'completed') return failed + (reported ?? reservation);
+  return failed + Math.max(reported ?? 0, reservation);
 }
 
 /** Replaces the request's reservations with what it is charged (once; a request without budgets has none). */
-export function settleSpend(ctx: RequestContext, cost: number | undefined = chargedCost(ctx)): void {
-  const hold = ctx.spendHold;
-  if (hold === undefined) return;
-  hold.settle(cost ?? 0);
+export function settleSpend(ctx: RequestContext, cost: number | undefined): void {
+  ctx.spendHold?.settle(cost ?? 0);
 }
 
 /**
@@ -160,27 +185,22 @@ export function usageCost(usage: TokenUsage, price: TokenPrices): number {
 }
 
 /**
- * The budget headers, named like the `x-ratelimit-*` ones: the budget's amount, what is left after
- * this request's reservation (never below 0), and the time until its window holds no spend. Added to
- * the request's rate-limit headers object when it has its own one.
+ * The budget headers, named like the `x-ratelimit-*` ones, for the tightest of the request's key and
+ * account budgets (a target's budget is shared by every tenant, so its figures are never sent): the
+ * budget's amount, what is left after this request's reservation (never below 0), and the time
+ * until its window starts again. Added to the request's rate-limit headers object when it has its
+ * own one.
  */
 function addBudgetHeaders(ctx: RequestContext, amount: number, remaining: number, resetMs: number): void {
   const own = ctx.limitHeaders;
   const headers: OutgoingHttpHeaders = own === undefined || Object.isFrozen(own) ? { ...own } : own;
   headers[BUDGET_HEADER_NAMES[0]] = amountText(amount);
-  headers[BUDGET_HEADER_NAMES[1]] = remaining > 0 ? String(Math.round(remaining * 1e6) / 1e6) : '0';
+  headers[BUDGET_HEADER_NAMES[1]] = remaining > 0 ? amountText(remaining) : '0';
   headers[BUDGET_HEADER_NAMES[2]] = durationText(resetMs > 0 ? Math.ceil(resetMs) : 0);
   ctx.limitHeaders = headers;
 }
 
-/** The last amount written and its text: most responses report the same budget's amount. */
-let lastAmount = Number.NaN;
-let lastAmountText = '';
-
 /** An amount with at most six decimals. */
 function amountText(amount: number): string {
-  if (amount === lastAmount) return lastAmountText;
-  lastAmount = amount;
-  lastAmountText = String(Math.round(amount * 1e6) / 1e6);
-  return lastAmountText;
+  return String(Math.round(amount * 1e6) / 1e6);
 }

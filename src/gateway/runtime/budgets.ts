@@ -47,6 +47,13 @@ function unpricedProvider(target: ResolvedTarget): string | undefined {
  */
 export function budgetIssues(config: ResolvedGatewayConfig, keys: KeyIndex): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
+  const definitions = config.auth?.key_definitions ?? {};
+  const accounts = config.auth?.accounts ?? {};
+  const anyBudget =
+    Object.values(definitions).some((d) => d.budget !== undefined) ||
+    Object.values(accounts).some((a) => a.budget !== undefined) ||
+    Object.values(config.targets).some((t) => t.budget !== undefined);
+  if (!anyBudget) return issues;
   const check = (path: string, targetKeys: Iterable<string>, whose: string): void => {
     for (const key of targetKeys) {
       const target = config.targets[key];
@@ -59,7 +66,6 @@ export function budgetIssues(config: ResolvedGatewayConfig, keys: KeyIndex): Con
       return;
     }
   };
-  const definitions = config.auth?.key_definitions ?? {};
   const accountTargets = new Map<string, Set<string>>();
   for (const [name, definition] of Object.entries(definitions)) {
     const reached = keys.keyedTargetsOf(name);
@@ -71,7 +77,7 @@ export function budgetIssues(config: ResolvedGatewayConfig, keys: KeyIndex): Con
     if (targets === undefined) accountTargets.set(account, (targets = new Set()));
     for (const key of reached) targets.add(key);
   }
-  for (const [account, limits] of Object.entries(config.auth?.accounts ?? {}))
+  for (const [account, limits] of Object.entries(accounts))
     if (limits.budget !== undefined)
       check(
         `$.auth.accounts.${account}.budget`,

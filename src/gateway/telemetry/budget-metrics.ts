@@ -22,7 +22,7 @@ export class BudgetMetrics {
   readonly spent: Gauge<'scope' | 'budget'>;
   readonly reserved: Gauge<'scope' | 'budget'>;
   readonly remaining: Gauge<'scope' | 'budget'>;
-  readonly refusals: Counter<'scope' | 'budget'>;
+  readonly refusals: Counter<'scope' | 'budget' | 'code'>;
   #read: () => Promise<readonly BudgetReading[]> = () => Promise.resolve([]);
   /**
    * The read of one collection: the registry collects its metrics concurrently, so the four gauges
@@ -62,8 +62,8 @@ export class BudgetMetrics {
     });
     this.refusals = new Counter({
       name: `${prefix}_budget_refusals_total`,
-      help: 'Requests refused because a spend budget had no room for their reservation (429 budget_exceeded) or could not be read (503 budget_unavailable).',
-      labelNames: ['scope', 'budget'],
+      help: 'Requests refused because a spend budget had no room for their reservation (code budget_exceeded, 429) or could not be read (code budget_unavailable, 503: the first budget of the request is named).',
+      labelNames: ['scope', 'budget', 'code'],
       registers,
     });
   }
@@ -73,8 +73,8 @@ export class BudgetMetrics {
     this.#read = read;
   }
 
-  refused(scope: string, budget: string): void {
-    this.refusals.inc({ scope, budget });
+  refused(scope: string, budget: string, code: string): void {
+    this.refusals.inc({ scope, budget, code });
   }
 
   #refresh(): Promise<void> {

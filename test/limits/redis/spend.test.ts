@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SharedSpendBudget } from '../../../src/gateway/limits/redis/spend.js';
 import { budgetWindow } from '../../../src/gateway/limits/spend/window.js';
@@ -9,13 +10,16 @@ import { openStore, sleep, uniquePrefix, type TestStore } from './helpers.js';
 // decides when a calendar window is over.
 
 let redis: RedisServer;
+let admin: Redis;
 const open: TestStore[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
+  admin = new Redis(redis.url);
 }, 300_000);
 
 afterAll(async () => {
+  admin?.disconnect();
   await redis?.close();
 });
 
@@ -72,6 +76,43 @@ describe('shared spend budgets', () => {
     expect((await budget(live).book.reserve([budget(live)], [4])).ok).toBe(true);
   });
 
+  it('a replica that dies gives its reservations back even when no other replica touches the budget', async () => {
+    const prefix = uniquePrefix();
+    const gone = await store(prefix, 300);
+    const budget = gone.store.spendBudget('account-budget:acme', 'account', 'acme', params(5));
+    expect((await budget.book.reserve([budget], [4])).ok).toBe(true);
+    await gone.store.close();
+    open.splice(open.indexOf(gone), 1);
+    await sleep(700);
+    // Its reservation's sets expired with their last lease; a replica that reads it later sees none.
+    const reader = await store(prefix);
+    const again = reader.store.spendBudget('account-budget:acme', 'account', 'acme', params(5));
+    expect(await again.book.snapshot([again])).toEqual([{ spent: 0, reserved: 0 }]);
+    expect((await again.book.reserve([again], [5])).ok).toBe(true);
+  });
+
+  it('every key the scripts write expires; reading a budget writes nothing', async () => {
+    const prefix = uniquePrefix();
+    const { store: s } = await store(prefix);
+    for (const window of ['month', '10s']) {
+      const budget = s.spendBudget(
+        `key:k-${window}:budget`,
+        'key',
+        'k',
+        params(1, window),
+      ) as SharedSpendBudget;
+      expect(await budget.book.snapshot([budget])).toEqual([{ spent: 0, reserved: 0 }]);
+      // A refused first reservation writes nothing either.
+      expect((await budget.book.reserve([budget], [2])).ok).toBe(false);
+      expect(await admin.exists(...budget.keys)).toBe(0);
+      const granted = await budget.book.reserve([budget], [0.5]);
+      if (!granted.ok) throw new Error(granted.code);
+      granted.settle(0.25);
+      await sleep(100);
+      for (const key of budget.keys) expect(await admin.pttl(key), key).not.toBe(-1);
+    }
+  });
+
   it("the server's clock ends a calendar window, whatever the replica's clock said", async () => {
     const { store: s } = await store(uniquePrefix());
     const budget = s.spendBudget('key:alice:budget', 'key', 'alice', params(10)) as SharedSpendBudget;
@@ -83,7 +124,7 @@ describe('shared spend budgets', () => {
       await s.client.settleSpend(keys, [30_000, 'r1', 4, 'c', now - hour, now + hour, now + 2 * hour]),
     ).toBe(true);
     const read = async (args: (string | number)[]) => {
-      const answer = await s.client.readSpend(keys, [30_000, ...args]);
+      const answer = await s.client.readSpend(keys, args);
       if (!answer.ok) throw new Error(answer.reason);
       return Number(answer.reply[0]);
     };

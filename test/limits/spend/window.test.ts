@@ -27,6 +27,33 @@ describe('calendar windows', () => {
     expect((short.end - short.start) / 3_600_000).toBe(23);
   });
 
+  it('a day whose midnight a clock change skips starts at the change; one that repeats it, at its first', () => {
+    // America/Santiago moves from -04:00 to -03:00 at midnight on 2026-09-06 (00:00 becomes 01:00),
+    // and back at midnight on 2026-04-05 (00:00 becomes 23:00 of the day before).
+    const late = calendarBounds('day', 'America/Santiago', at('2026-09-06T03:30:00Z'));
+    expect([iso(late.start), iso(late.end)]).toEqual([
+      '2026-09-05T04:00:00.000Z',
+      '2026-09-06T04:00:00.000Z',
+    ]);
+    const skipped = calendarBounds('day', 'America/Santiago', at('2026-09-06T12:00:00Z'));
+    expect([iso(skipped.start), iso(skipped.end)]).toEqual([
+      '2026-09-06T04:00:00.000Z',
+      '2026-09-07T03:00:00.000Z',
+    ]);
+    const repeated = calendarBounds('day', 'America/Santiago', at('2026-04-04T12:00:00Z'));
+    expect([iso(repeated.start), iso(repeated.end)]).toEqual([
+      '2026-04-04T03:00:00.000Z',
+      '2026-04-05T04:00:00.000Z',
+    ]);
+    // Every instant is in its own window, and one window ends where the next starts.
+    for (let t = at('2026-09-05T20:00:00Z'); t < at('2026-09-06T08:00:00Z'); t += 15 * 60_000) {
+      const bounds = calendarBounds('day', 'America/Santiago', t);
+      expect(bounds.start).toBeLessThanOrEqual(t);
+      expect(bounds.end).toBeGreaterThan(t);
+      expect(calendarBounds('day', 'America/Santiago', bounds.end).start).toBe(bounds.end);
+    }
+  });
+
   it('a week starts on Monday; an hour follows an offset that is not whole hours', () => {
     // 2026-11-28 is a Saturday.
     const week = calendarBounds('week', 'UTC', at('2026-11-28T10:00:00Z'));

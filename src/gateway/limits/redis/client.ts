@@ -21,6 +21,7 @@ declare module 'ioredis' {
     gatewayRenewSpend(
       expiryKey: string,
       amountsKey: string,
+      stateKey: string,
       leaseMs: number,
       ...ids: string[]
     ): Result<number, Context>;
@@ -117,7 +118,7 @@ export class SharedStateClient {
     this.#redis.defineCommand('gatewayReserveSpend', { lua: RESERVE_SPEND });
     this.#redis.defineCommand('gatewaySettleSpend', { lua: SETTLE_SPEND });
     this.#redis.defineCommand('gatewayReadSpend', { lua: READ_SPEND });
-    this.#redis.defineCommand('gatewayRenewSpend', { numberOfKeys: 2, lua: RENEW_SPEND });
+    this.#redis.defineCommand('gatewayRenewSpend', { numberOfKeys: 3, lua: RENEW_SPEND });
     this.#redis.on('ready', () => this.#setUp(true));
     this.#redis.on('close', () => this.#setUp(false));
     // Every failed reconnect emits an error; the health transition is what gets logged at warn.
@@ -204,13 +205,15 @@ export class SharedStateClient {
     return this.#redis.gatewayReserveSpend(keys.length, ...keys, ...args).then(spendReply, unavailable);
   }
 
-  /** Settles a reservation; false when Redis could not be reached or did not answer in time. */
-  async settleSpend(keys: readonly string[], args: readonly (string | number)[]): Promise<boolean> {
-    if (!this.#up) return false;
-    return this.#redis.gatewaySettleSpend(keys.length, ...keys, ...args).then(
-      () => true,
-      () => false,
-    );
+  /** Settles a reservation: true once Redis took it, else why it did not. */
+  async settleSpend(
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<true | Unavailable> {
+    if (!this.#up) return UNAVAILABLE.disconnected;
+    return this.#redis
+      .gatewaySettleSpend(keys.length, ...keys, ...args)
+      .then(() => true as const, unavailable);
   }
 
   /** Spent and reserved per budget, or why there is no answer. */
@@ -224,13 +227,12 @@ export class SharedStateClient {
 
   /** Extends the leases of this process's reservations in one budget; false when Redis could not be reached. */
   async renewSpend(
-    expiryKey: string,
-    amountsKey: string,
+    keys: readonly [expiry: string, amounts: string, state: string],
     leaseMs: number,
     ids: readonly string[],
   ): Promise<boolean> {
     if (!this.#up || ids.length === 0) return false;
-    return this.#redis.gatewayRenewSpend(expiryKey, amountsKey, leaseMs, ...ids).then(
+    return this.#redis.gatewayRenewSpend(keys[0], keys[1], keys[2], leaseMs, ...ids).then(
       () => true,
       () => false,
     );

@@ -9,8 +9,9 @@
  * - `:exp`, a sorted set of reservation ids scored by lease expiry (server ms): a replica that dies
  *   gives its reservations back when their leases lapse, since only live replicas renew them;
  * - `:amt`, a hash of reservation id -> amount;
- * - `:done`, a sorted set of the ids already settled (kept an hour), so a settlement sent again after
- *   a timeout, which the server may have run after all, is charged once.
+ * - `:done`, a sorted set of the ids already settled (kept 15 minutes; on the request's first budget
+ *   only), so a settlement sent again after a timeout, which the server may have run after all, is
+ *   charged once.
  *
  * Window arguments, four per budget, from the gateway (which knows time zones; Lua does not):
  * `c`, start, end, next end of the calendar window holding the gateway's now (the server's time
@@ -20,7 +21,16 @@
 
 const COMMON = `
 local slots = 60
+local done_ms = 900000
+
+-- The live reservations' sum. Lapsed ones (a replica stopped renewing) are given back; with no
+-- reservation left at all (the sets expired with their last lease), nothing is reserved. Writes
+-- only to a state that exists, so a read never leaves a key without an expiry behind.
 local function purge(state, expiry, amounts, now)
+  if redis.call('ZCARD', expiry) == 0 then
+    redis.call('HDEL', state, 'reserved')
+    return 0
+  end
   local reserved = tonumber(redis.call('HGET', state, 'reserved')) or 0
   local gone = redis.call('ZRANGEBYSCORE', expiry, '-inf', now)
   if #gone > 0 then
@@ -30,26 +40,26 @@ local function purge(state, expiry, amounts, now)
     end
     redis.call('ZREMRANGEBYSCORE', expiry, '-inf', now)
     if reserved < 1e-12 then reserved = 0 end
-    redis.call('HSET', state, 'reserved', string.format('%.17g', reserved))
+    if redis.call('EXISTS', state) == 1 then
+      redis.call('HSET', state, 'reserved', string.format('%.17g', reserved))
+    end
   end
   return reserved
 end
 
--- Calendar: the spend of the window holding now; a stored older window starts again from zero.
+-- Calendar: the window holding now (the next one once the server is past the replica's end), and
+-- its spend: zero when the state holds an older window. Reads only.
 local function calendar(state, start, finish, next_finish, now)
   if now >= finish then
     start = finish
     finish = next_finish
   end
   local w = tonumber(redis.call('HGET', state, 'w'))
-  if w == nil or w < start then
-    redis.call('HSET', state, 'w', string.format('%.0f', start), 'spent', '0')
-    return 0, finish
-  end
-  return tonumber(redis.call('HGET', state, 'spent')) or 0, finish
+  if w == nil or w < start then return 0, start, finish end
+  return tonumber(redis.call('HGET', state, 'spent')) or 0, w, finish
 end
 
--- Rolling: the slots of the window holding now, by index, and their total.
+-- Rolling: the slots of the window holding now, by index, and their total. Reads only.
 local function ring(state, slot_ms, now)
   local cur = math.floor(now / slot_ms)
   local fields = {}
@@ -71,27 +81,27 @@ local function ring(state, slot_ms, now)
   return spent, costs, cur
 end
 
--- spent, then what reset and retry need: the window's end (calendar) or the slots (rolling).
+-- spent, then what reset and retry need: the window's start and end (calendar), or the slots and
+-- the current slot (rolling).
 local function window(state, kind, a, b, c, now)
   if kind == 'c' then
-    local spent, finish = calendar(state, tonumber(a), tonumber(b), tonumber(c), now)
-    return spent, finish, nil, nil
+    local spent, start, finish = calendar(state, tonumber(a), tonumber(b), tonumber(c), now)
+    return spent, start, finish, nil, nil
   end
   local spent, costs, cur = ring(state, tonumber(a), now)
-  return spent, nil, costs, cur
+  return spent, nil, nil, costs, cur
 end
 
-local function ttl(kind, a, finish, now, lease)
-  if kind == 'c' then return math.max(1000, finish - now) + 86400000 end
-  return slots * tonumber(a) + lease
-end
-
+-- Adds the cost to the window holding now and keeps the state a day past a calendar window's end,
+-- or a rolling window's length past its last write.
 local function charge(state, kind, a, b, c, now, cost, lease)
-  local spent, finish = window(state, kind, a, b, c, now)
-  if cost > 0 then
-    if kind == 'c' then
-      redis.call('HSET', state, 'spent', string.format('%.17g', spent + cost))
-    else
+  local spent, start, finish = window(state, kind, a, b, c, now)
+  local ttl
+  if kind == 'c' then
+    redis.call('HSET', state, 'w', string.format('%.0f', start), 'spent', string.format('%.17g', spent + cost))
+    ttl = math.max(1000, finish - now) + 86400000
+  else
+    if cost > 0 then
       local cur = math.floor(now / tonumber(a))
       local r = cur % slots
       local held = tonumber(redis.call('HGET', state, 'i' .. r))
@@ -99,8 +109,9 @@ local function charge(state, kind, a, b, c, now, cost, lease)
       if held == cur then prior = tonumber(redis.call('HGET', state, 'c' .. r)) or 0 end
       redis.call('HSET', state, 'i' .. r, string.format('%.0f', cur), 'c' .. r, string.format('%.17g', prior + cost))
     end
+    ttl = slots * tonumber(a) + lease
   end
-  redis.call('PEXPIRE', state, ttl(kind, a, finish, now, lease))
+  if redis.call('EXISTS', state) == 1 then redis.call('PEXPIRE', state, ttl) end
 end
 
 local function server_ms()
@@ -132,11 +143,11 @@ for i = 1, n do
   local want = tonumber(ARGV[base + 2])
   local kind = ARGV[base + 3]
   local reserved = purge(state, KEYS[4 * i - 2], KEYS[4 * i - 1], now)
-  local spent, finish, costs, cur = window(state, kind, ARGV[base + 4], ARGV[base + 5], ARGV[base + 6], now)
+  local spent, _, finish, costs, cur = window(state, kind, ARGV[base + 4], ARGV[base + 5], ARGV[base + 6], now)
   local room = amount - spent - reserved
   local reset = 0
   if kind == 'c' then
-    if spent > 0 then reset = finish - now end
+    reset = finish - now
   else
     local slot_ms = tonumber(ARGV[base + 4])
     for k = cur, cur - slots + 1, -1 do
@@ -192,48 +203,49 @@ return reply
  * Settlement: KEYS four per budget; ARGV[1] lease ms, ARGV[2] the reservation id, ARGV[3] the cost,
  * then the four window arguments per budget. Each budget gives the reservation back (if it is still
  * there: a lapsed lease gave it back already) and is charged the cost in the window holding the
- * server's now. An id already settled is skipped, so sending a settlement twice charges once.
+ * server's now. The first budget's `:done` records the id for 15 minutes (how long the gateway
+ * sends a settlement again), so a settlement sent twice is charged once, with one entry per request.
  */
 export const SETTLE_SPEND = `${COMMON}
 local lease = tonumber(ARGV[1])
 local id = ARGV[2]
 local cost = tonumber(ARGV[3])
 local now = server_ms()
+local done = KEYS[4]
+redis.call('ZREMRANGEBYSCORE', done, '-inf', now)
+if redis.call('ZSCORE', done, id) then return 0 end
 for i = 1, #KEYS / 4 do
   local state = KEYS[4 * i - 3]
   local expiry = KEYS[4 * i - 2]
   local amounts = KEYS[4 * i - 1]
-  local done = KEYS[4 * i]
   local base = 3 + (i - 1) * 4
-  redis.call('ZREMRANGEBYSCORE', done, '-inf', now)
-  if not redis.call('ZSCORE', done, id) then
-    local reserved = purge(state, expiry, amounts, now)
-    local held = tonumber(redis.call('HGET', amounts, id))
-    if held ~= nil then
-      redis.call('HDEL', amounts, id)
-      redis.call('ZREM', expiry, id)
-      reserved = math.max(0, reserved - held)
-      if reserved < 1e-12 then reserved = 0 end
-      redis.call('HSET', state, 'reserved', string.format('%.17g', reserved))
-    end
-    charge(state, ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], now, cost, lease)
-    redis.call('ZADD', done, now + 3600000, id)
-    redis.call('PEXPIRE', done, 3600000)
+  local reserved = purge(state, expiry, amounts, now)
+  local held = tonumber(redis.call('HGET', amounts, id))
+  charge(state, ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], now, cost, lease)
+  if held ~= nil then
+    redis.call('HDEL', amounts, id)
+    redis.call('ZREM', expiry, id)
+    reserved = reserved - held
+    if reserved < 1e-12 then reserved = 0 end
+    redis.call('HSET', state, 'reserved', string.format('%.17g', reserved))
   end
 end
+redis.call('ZADD', done, now + done_ms, id)
+redis.call('PEXPIRE', done, done_ms)
 return 1
 `;
 
 /**
- * Reading for the gauges: KEYS four per budget; ARGV[1] lease ms, then the four window arguments
- * per budget. Returns spent and reserved per budget, as strings (lapsed reservations purged first).
+ * Reading for the gauges: KEYS four per budget; ARGV the four window arguments per budget. Returns
+ * spent and reserved per budget, as strings (lapsed reservations purged first). Writes nothing but
+ * what the purge gives back.
  */
 export const READ_SPEND = `${COMMON}
 local now = server_ms()
 local reply = {}
 for i = 1, #KEYS / 4 do
   local state = KEYS[4 * i - 3]
-  local base = 1 + (i - 1) * 4
+  local base = (i - 1) * 4
   local reserved = purge(state, KEYS[4 * i - 2], KEYS[4 * i - 1], now)
   local spent = window(state, ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], now)
   reply[#reply + 1] = string.format('%.17g', spent)
@@ -243,8 +255,9 @@ return reply
 `;
 
 /**
- * Lease renewal: KEYS[1] a budget's :exp, KEYS[2] its :amt; ARGV lease ms, then the ids this replica
- * still holds. Only ids still there are renewed: one that lapsed was given back already.
+ * Lease renewal: KEYS[1] a budget's :exp, KEYS[2] its :amt, KEYS[3] its state; ARGV lease ms, then
+ * the ids this replica still holds. Only ids still there are renewed: one that lapsed was given back
+ * already. The state lives at least as long as the reservations it counts.
  */
 export const RENEW_SPEND = `
 local lease = tonumber(ARGV[1])
@@ -255,5 +268,7 @@ for i = 2, #ARGV do
 end
 redis.call('PEXPIRE', KEYS[1], lease)
 redis.call('PEXPIRE', KEYS[2], lease)
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl >= 0 and ttl < lease then redis.call('PEXPIRE', KEYS[3], lease) end
 return #ARGV - 1
 `;

@@ -19,6 +19,11 @@ import { HeldLeases } from './leases.js';
 const MAX_PENDING_SETTLEMENTS = 100_000;
 /** How often waiting settlements are sent again. */
 const RETRY_INTERVAL_MS = 1000;
+/**
+ * How long a settlement is sent again: as long as Redis remembers a settled id (`done_ms` in
+ * spend-scripts.ts), so that sending one again can never charge it twice.
+ */
+const RETRY_HORIZON_MS = 15 * 60_000;
 
 /** A spend budget whose state lives in Redis (keys in spend-scripts.ts). */
 export class SharedSpendBudget implements SpendBudget {
@@ -56,6 +61,8 @@ export class SharedSpendBudget implements SpendBudget {
 interface Settlement {
   readonly keys: readonly string[];
   readonly args: readonly (string | number)[];
+  /** When it was first sent (`performance.now()`). */
+  readonly at: number;
 }
 
 /**
@@ -122,7 +129,7 @@ export class SharedSpendBook implements SpendBook {
     if (shared.length === 0) return Promise.resolve([]);
     const now = Date.now();
     const keys: string[] = [];
-    const args: (string | number)[] = [this.#leaseMs];
+    const args: (string | number)[] = [];
     for (const budget of shared) {
       keys.push(...budget.keys);
       args.push(...budget.windowArgs(now));
@@ -158,9 +165,11 @@ export class SharedSpendBook implements SpendBook {
       keys.push(...budget.keys);
       args.push(...budget.windowArgs(now));
     }
-    const settlement = { keys, args };
+    const settlement = { keys, args, at: performance.now() };
     void this.#client.settleSpend(keys, args).then((taken) => {
-      if (!taken) this.#wait(settlement);
+      if (taken === true) return;
+      if (taken.reason === 'error') this.#lost('Redis refused a spend settlement');
+      else this.#wait(settlement);
     });
   }
 
@@ -177,6 +186,8 @@ export class SharedSpendBook implements SpendBook {
       this.#leases.add(budget.keys[0], id);
       const remaining = Number(reply[2 + 2 * i]);
       const resetMs = Number(reply[3 + 2 * i]);
+      // A target's budget is every tenant's: never reported.
+      if (budget.scope === 'target') continue;
       if (level === undefined || tighterThan(remaining, resetMs, level))
         level = { amount: budget.params.amount, remaining, resetMs };
     }
@@ -203,25 +214,38 @@ export class SharedSpendBook implements SpendBook {
   #wait(settlement: Settlement): void {
     if (this.#pending.length >= MAX_PENDING_SETTLEMENTS) {
       this.#pending.shift();
-      if (this.#dropped++ % 1000 === 0)
-        this.#logger.warn(
-          { dropped: this.#dropped, waiting: this.#pending.length },
-          'spend settlements dropped: too many waiting for Redis',
-        );
+      this.#lost('spend settlements dropped: too many waiting for Redis');
     }
     this.#pending.push(settlement);
   }
 
-  /** Sends the waiting settlements again, in order, while Redis takes them. */
+  /** A settlement that will never be recorded: counted, and logged for the first and every thousandth. */
+  #lost(why: string): void {
+    if (this.#dropped++ % 1000 === 0)
+      this.#logger.warn({ dropped: this.#dropped, waiting: this.#pending.length }, why);
+  }
+
+  /**
+   * Sends the waiting settlements again, in order, while Redis takes them. One that Redis refuses (a
+   * script error) is dropped rather than block the ones behind it; one older than the retry horizon
+   * too, since Redis may no longer know whether it was recorded.
+   */
   async #retry(): Promise<void> {
     if (this.#retrying || this.#pending.length === 0 || !this.#client.up) return;
     this.#retrying = true;
     try {
       while (this.#pending.length > 0) {
         const next = this.#pending[0]!;
-        if (!(await this.#client.settleSpend(next.keys, next.args))) return;
+        if (performance.now() - next.at > RETRY_HORIZON_MS) {
+          this.#pending.shift();
+          this.#lost('spend settlements dropped: Redis did not take them within 15 minutes');
+          continue;
+        }
+        const taken = await this.#client.settleSpend(next.keys, next.args);
+        if (taken !== true && taken.reason !== 'error') return;
         this.#pending.shift();
-        if (this.#pending.length === 0)
+        if (taken !== true) this.#lost('Redis refused a spend settlement');
+        else if (this.#pending.length === 0)
           this.#logger.info({}, 'spend settlements that waited for Redis are recorded');
       }
     } finally {
@@ -232,7 +256,7 @@ export class SharedSpendBook implements SpendBook {
   #renew(): void {
     if (!this.#client.up) return;
     for (const [key, ids] of this.#leases.snapshot()) {
-      void this.#client.renewSpend(`${key}:exp`, `${key}:amt`, this.#leaseMs, ids).then((renewed) => {
+      void this.#client.renewSpend([`${key}:exp`, `${key}:amt`, key], this.#leaseMs, ids).then((renewed) => {
         if (!renewed) this.#logger.debug({ reservations: ids.length }, 'spend reservation renewal failed');
       });
     }

@@ -119,8 +119,8 @@ export class SharedLimitStore implements LimiterFactory, SharedDecisions, LeaseR
       logger: options.logger,
       onHealth: (up) => this.#metrics.up.set(up ? 1 : 0),
     });
-    // Renew three times per lease, so one lost renewal never lets a live request's slot lapse.
     this.#spend = new SharedSpendBook(this.client, this.#policy, options.logger, options.leaseMs);
+    // Renew three times per lease, so one lost renewal never lets a live request's slot lapse.
     this.#renewTimer = setInterval(() => this.#renew(), Math.max(1, Math.floor(options.leaseMs / 3)));
     this.#renewTimer.unref();
     options.logger.info(

@@ -96,10 +96,13 @@ export class MemorySpendBudget implements SpendBudget {
     return { spent: this.spent(now), reserved: this.#reserved };
   }
 
-  /** Milliseconds until the window holds no spend (after `spent(now)` brought it up to date). */
+  /**
+   * Milliseconds until the window starts again: a calendar window's end; for a rolling one, until
+   * its newest charge has left it (after `spent(now)` brought it up to date).
+   */
   resetMs(now: number): number {
     const window = this.#params.window;
-    if (window.kind === 'calendar') return this.#spent > 0 ? this.#end - now : 0;
+    if (window.kind === 'calendar') return this.#end - now;
     for (let slot = this.#newest; slot > this.#newest - ROLLING_SLOTS; slot--)
       if (this.#slots![slot % ROLLING_SLOTS]! > 0) return (slot + ROLLING_SLOTS) * window.slotMs - now;
     return 0;
@@ -135,7 +138,10 @@ export class MemorySpendBudget implements SpendBudget {
   }
 }
 
-/** The reservations of one request in memory; it is its own level (no object more per request). */
+/**
+ * The reservations of one request in memory; it is its own level (no object more per request): the
+ * tightest of its key and account budgets (a target's is every tenant's, never reported).
+ */
 class MemoryHold implements SpendHold, BudgetLevel {
   readonly ok = true as const;
   #budgets: readonly MemorySpendBudget[] | undefined;
@@ -149,8 +155,8 @@ class MemoryHold implements SpendHold, BudgetLevel {
     this.#amounts = amounts;
   }
 
-  get level(): BudgetLevel {
-    return this;
+  get level(): BudgetLevel | undefined {
+    return this.remaining === Infinity ? undefined : this;
   }
 
   /** Keeps the budget's level when it is the tightest so far. */
@@ -189,7 +195,8 @@ const MEMORY_BOOK: SpendBook = {
     for (let i = 0; i < held.length; i++) {
       const budget = held[i]!;
       budget.reserve(amounts[i]!);
-      hold.consider(budget.params.amount, budget.room(now), budget.resetMs(now));
+      if (budget.scope !== 'target')
+        hold.consider(budget.params.amount, budget.room(now), budget.resetMs(now));
     }
     return hold;
   },

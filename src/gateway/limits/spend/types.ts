@@ -32,18 +32,19 @@ export interface BudgetLevel {
   readonly amount: number;
   /** What is left after this request's reservation (may be below zero after a reload lowered it). */
   readonly remaining: number;
-  /** Milliseconds until the window holds no spend: its end, or the newest charge leaving it. */
+  /** Milliseconds until the window starts again: a calendar window's end, or the newest charge leaving a rolling one. */
   readonly resetMs: number;
 }
 
 /**
  * What a request holds after its budgets granted: its reservations, settled once when it ends, and
- * the level of its tightest budget (the one with the least left; between equals, the one that
- * resets last) for the response's headers.
+ * the level of its tightest key or account budget (the one with the least left; between equals, the
+ * one that resets last) for the response's headers. A target's budget is shared by every tenant of
+ * the target, so its figures are never reported.
  */
 export interface SpendHold {
   readonly ok: true;
-  /** Undefined when it is unknown (the shared store did not answer). */
+  /** Undefined when the request has no key or account budget, or the shared store did not answer. */
   readonly level: BudgetLevel | undefined;
   /** Replaces every reservation with `cost`, charged to each budget; only the first call counts. */
   settle(cost: number): void;

@@ -86,9 +86,7 @@ export function calendarBounds(unit: CalendarUnit, timeZone: string, now: number
     const next = unit === 'week' ? day + 7 : unit === 'month' ? 1 : day + 1;
     end = zonedMidnight(timeZone, local.year, unit === 'month' ? local.month + 1 : local.month, next);
   }
-  // A midnight skipped by a clock change resolves to the nearest instant; never let that leave
-  // `now` outside its own window.
-  return { start: Math.min(start, now), end: Math.max(end, now + 1) };
+  return { start, end };
 }
 
 /** The slot index of `now` in a rolling window. */
@@ -152,12 +150,19 @@ function offsetAt(timeZone: string, instant: number): number {
 }
 
 /**
- * The instant of local midnight starting `year-month-day` in `timeZone` (month and day may overflow:
- * month 13 is January of the next year). The offset is read twice, at a first guess and at the
- * instant it gives, which settles on the offset in force at that midnight across a clock change.
+ * The first instant of the local date `year-month-day` in `timeZone` (month and day may overflow:
+ * month 13 is January of the next year). Midnight read with the offset in force a day before and a
+ * day after: the earlier reading that is that midnight (a midnight repeated by a clock going back
+ * counts from its first time); when neither is (a clock change skipped midnight, as in Santiago or
+ * Beirut), the day starts at the change, which is midnight by the offset before it.
  */
 function zonedMidnight(timeZone: string, year: number, month: number, day: number): number {
   const wall = Date.UTC(year, month - 1, day);
-  const guess = wall - offsetAt(timeZone, wall);
-  return wall - offsetAt(timeZone, guess);
+  const before = wall - offsetAt(timeZone, wall - 86_400_000);
+  const after = wall - offsetAt(timeZone, wall + 86_400_000);
+  const first = Math.min(before, after);
+  const second = Math.max(before, after);
+  if (localParts(timeZone, first).utcMs === wall) return first;
+  if (localParts(timeZone, second).utcMs === wall) return second;
+  return before;
 }
