@@ -144,6 +144,18 @@ describe('spend budgets shared through Redis', () => {
     gateways.splice(gateways.indexOf(a!), 1);
     const again = await sharedGateway(configWith(amount), prefix);
     expect((await spent(again)).toFixed(9)).toBe((served * COST).toFixed(9));
+
+    // A reload that raises the amount keeps the shared spend, and the room it leaves is the new
+    // amount's.
+    await again.writeConfig(configWith(amount * 2));
+    await again.waitForReloads(1);
+    const text = await again.metrics();
+    expect(metricValue(text, 'gateway_budget_limit', { scope: 'key', budget: 'alice' })).toBeCloseTo(
+      amount * 2,
+      9,
+    );
+    expect((await spent(again)).toFixed(9)).toBe((served * COST).toFixed(9));
+    expect((await post(again)).status).toBe(200);
   }, 90_000);
 
   it('Redis not answering: budgets fail closed (503 budget_unavailable, counted), and a settlement made meanwhile is recorded when it answers again', async () => {

@@ -5,7 +5,7 @@ import { ConcurrencyPermits, type ConcurrencyParams } from './concurrency.js';
 import { TokenBucket, type RateLimitParams } from './token-bucket.js';
 import { TokenBudget, type TokenLimitParams } from './token-budget.js';
 import type { BudgetScope, LimitSubject, TokenLimitRefusal } from './types.js';
-import { MemorySpendBudget } from './spend/memory.js';
+import { MemorySpendBudget, SpendLedger } from './spend/memory.js';
 import type { BudgetParams } from './spend/types.js';
 import { windowIdentity } from './spend/window.js';
 
@@ -57,7 +57,7 @@ type Entry =
   | { readonly kind: 'concurrency'; readonly key: string; readonly instance: ConcurrencyPermits }
   | { readonly kind: 'inflight'; readonly key: string; readonly instance: AccountInflight }
   | { readonly kind: 'batch'; readonly key: string; readonly instance: BatchInflight }
-  | { readonly kind: 'budget'; readonly key: string; readonly instance: MemorySpendBudget };
+  | { readonly kind: 'budget'; readonly key: string; readonly instance: SpendLedger };
 
 export class LimiterRegistry {
   readonly clock: Clock;
@@ -232,18 +232,19 @@ export class LimiterRegistryBuilder {
   }
 
   /**
-   * A spend budget in memory. Parameters are compared on the window only: a reload that changes the
-   * amount (or the default completion ceiling) keeps the instance, and with it what was spent and
-   * reserved; one that changes the window starts a new budget from zero.
+   * A spend budget in memory. Its ledger (what was spent and reserved) is compared on the window
+   * only: a reload that changes the amount (or the default completion ceiling) keeps the ledger, so
+   * the new amount applies to what was spent, while the table still serving keeps its own amount;
+   * one that changes the window starts a new ledger from zero.
    */
   spendBudget(identity: string, scope: BudgetScope, name: string, params: BudgetParams): MemorySpendBudget {
     const key = paramKey([windowIdentity(params.window), scope, name]);
     const { reuse } = this.#lookup(identity, 'budget', key);
-    if (reuse?.kind === 'budget') {
-      reuse.instance.configure(params);
-      return reuse.instance;
-    }
-    return this.#put(identity, { kind: 'budget', key, instance: new MemorySpendBudget(scope, name, params) });
+    const ledger =
+      reuse?.kind === 'budget'
+        ? reuse.instance
+        : this.#put(identity, { kind: 'budget', key, instance: new SpendLedger(params.window) });
+    return new MemorySpendBudget(scope, name, params, ledger);
   }
 
   /** Seals the new registry. Previous instances not claimed and still held become draining. */

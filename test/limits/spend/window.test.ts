@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { budgetWindow, calendarBounds, slotOf } from '../../../src/gateway/limits/spend/window.js';
-import { MemorySpendBudget } from '../../../src/gateway/limits/spend/memory.js';
+import { SpendLedger } from '../../../src/gateway/limits/spend/memory.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const at = (text: string): number => Date.parse(text);
@@ -66,46 +66,41 @@ describe('calendar windows', () => {
 });
 
 describe('a budget in memory across its window', () => {
-  const params = (window: string, timeZone?: string) => ({
-    amount: 10,
-    window: budgetWindow(window, timeZone),
-    defaultMaxTokens: 100,
-  });
-
   it('a month window: spend of November is gone on December 1st, local time, and not a moment before', () => {
     let now = at('2026-11-30T22:00:00Z');
-    const budget = new MemorySpendBudget('key', 'alice', params('month', 'Europe/Berlin'), () => now);
-    budget.reserve(4);
-    budget.settle(4, 6, now);
-    expect(budget.room(now)).toBe(4);
+    const ledger = new SpendLedger(budgetWindow('month', 'Europe/Berlin'), () => now);
+    ledger.reserve(4);
+    ledger.settle(4, 6, now);
+    expect(ledger.room(10, now)).toBe(4);
     // A reservation made in November and still running at midnight belongs to no window...
-    budget.reserve(3);
+    ledger.reserve(3);
     now = at('2026-11-30T22:59:59Z');
-    expect(budget.room(now)).toBe(1);
-    expect(budget.retryMs(2, now)).toBe(1000);
+    expect(ledger.room(10, now)).toBe(1);
+    expect(ledger.retryMs(2, 10, now)).toBe(1000);
+    expect(ledger.resetMs(now)).toBe(1000);
     now = at('2026-11-30T23:00:00Z');
-    expect(budget.room(now)).toBe(7);
+    expect(ledger.room(10, now)).toBe(7);
     // ...and its cost is charged to the window in which it ends.
-    budget.settle(3, 2.5, now);
-    expect(budget.snapshotAt(now)).toEqual({ spent: 2.5, reserved: 0 });
+    ledger.settle(3, 2.5, now);
+    expect(ledger.snapshotAt(now)).toEqual({ spent: 2.5, reserved: 0 });
   });
 
   it('a rolling window: a charge leaves it once the window has passed, slot by slot', () => {
     const window = budgetWindow('60s', undefined);
     expect(window).toMatchObject({ kind: 'rolling', ms: 60_000, slotMs: 1000 });
     let now = 1_000_000_000;
-    const budget = new MemorySpendBudget('target', 'chat', params('60s'), () => now);
-    budget.settle(0, 3, now);
+    const ledger = new SpendLedger(window, () => now);
+    ledger.settle(0, 3, now);
     now += 30_000;
-    budget.settle(0, 5, now);
-    expect(budget.room(now)).toBe(2);
+    ledger.settle(0, 5, now);
+    expect(ledger.room(10, now)).toBe(2);
     // Room for 4 comes when the first charge leaves, 60 s after its slot began.
-    const wait = budget.retryMs(4, now);
+    const wait = ledger.retryMs(4, 10, now);
     expect(wait).toBe((slotOf({ slotMs: 1000 }, 1_000_000_000) + 60) * 1000 - now);
     now += wait;
-    expect(budget.room(now)).toBe(5);
+    expect(ledger.room(10, now)).toBe(5);
     now += 30_000;
-    expect(budget.room(now)).toBe(10);
-    expect(budget.resetMs(now)).toBe(0);
+    expect(ledger.room(10, now)).toBe(10);
+    expect(ledger.resetMs(now)).toBe(0);
   });
 });

@@ -9,24 +9,23 @@ import type {
   SpendHold,
 } from './types.js';
 import { tighterThan } from './types.js';
-import { ROLLING_SLOTS, calendarBounds, slotOf } from './window.js';
+import { ROLLING_SLOTS, calendarBounds, slotOf, type BudgetWindow } from './window.js';
 
 /**
- * A spend budget in this process's memory (without `--shared-state`): lost when the process stops,
- * which the gateway says at start-up. Time is the wall clock (`now`), since windows are calendar
- * hours, days and months.
+ * What a budget has spent and reserved in this process's memory (without `--shared-state`): lost
+ * when the process stops, which the gateway says at start-up. One ledger per budget identity and
+ * window, kept across reloads by the limiter registry; each table's `MemorySpendBudget` reads it
+ * with that table's amount, so a reload changes the amount without touching what was spent. Time is
+ * the wall clock (`now`), since windows are calendar hours, days and months.
  *
  * State: what the current window spent (one sum for a calendar window; a ring of `ROLLING_SLOTS`
  * sums, plus their total, for a rolling one) and what requests in flight have reserved. Reservations
  * do not belong to a window: a request that started before a boundary is charged in the window in
  * which it ends, so a window never loses a cost it was still waiting for.
  */
-export class MemorySpendBudget implements SpendBudget {
-  readonly scope: BudgetScope;
-  readonly name: string;
-  readonly book: SpendBook = MEMORY_BOOK;
-  readonly #now: () => number;
-  #params: BudgetParams;
+export class SpendLedger {
+  readonly window: BudgetWindow;
+  readonly now: () => number;
   #reserved = 0;
   /** Calendar: spent in [#start, #end). Rolling: the total of the slots. */
   #spent = 0;
@@ -36,30 +35,15 @@ export class MemorySpendBudget implements SpendBudget {
   readonly #slots: Float64Array | undefined;
   #newest = 0;
 
-  constructor(scope: BudgetScope, name: string, params: BudgetParams, now: () => number = Date.now) {
-    this.scope = scope;
-    this.name = name;
-    this.#params = params;
-    this.#now = now;
-    this.#slots = params.window.kind === 'rolling' ? new Float64Array(ROLLING_SLOTS) : undefined;
-  }
-
-  get params(): BudgetParams {
-    return this.#params;
-  }
-
-  /** A reload that keeps the window: the new amount applies to what was already spent. */
-  configure(params: BudgetParams): void {
-    this.#params = params;
-  }
-
-  now(): number {
-    return this.#now();
+  constructor(window: BudgetWindow, now: () => number = Date.now) {
+    this.window = window;
+    this.now = now;
+    this.#slots = window.kind === 'rolling' ? new Float64Array(ROLLING_SLOTS) : undefined;
   }
 
   /** Spent in the window that holds `now`. */
   spent(now: number): number {
-    const window = this.#params.window;
+    const window = this.window;
     if (window.kind === 'calendar') {
       if (now >= this.#end) {
         const bounds = calendarBounds(window.unit, window.timeZone, now);
@@ -73,9 +57,9 @@ export class MemorySpendBudget implements SpendBudget {
     return this.#spent;
   }
 
-  /** What a new reservation may take now. */
-  room(now: number): number {
-    return this.#params.amount - this.spent(now) - this.#reserved;
+  /** What a new reservation may take now under `limit`. */
+  room(limit: number, now: number): number {
+    return limit - this.spent(now) - this.#reserved;
   }
 
   reserve(amount: number): void {
@@ -86,7 +70,7 @@ export class MemorySpendBudget implements SpendBudget {
   settle(reserved: number, cost: number, now: number): void {
     this.#reserved = Math.max(0, this.#reserved - reserved);
     if (!(cost > 0)) return;
-    const window = this.#params.window;
+    const window = this.window;
     this.spent(now);
     this.#spent += cost;
     if (window.kind === 'rolling') this.#slots![slotOf(window, now) % ROLLING_SLOTS]! += cost;
@@ -101,18 +85,18 @@ export class MemorySpendBudget implements SpendBudget {
    * its newest charge has left it (after `spent(now)` brought it up to date).
    */
   resetMs(now: number): number {
-    const window = this.#params.window;
+    const window = this.window;
     if (window.kind === 'calendar') return this.#end - now;
     for (let slot = this.#newest; slot > this.#newest - ROLLING_SLOTS; slot--)
       if (this.#slots![slot % ROLLING_SLOTS]! > 0) return (slot + ROLLING_SLOTS) * window.slotMs - now;
     return 0;
   }
 
-  /** Milliseconds until `amount` would fit, as far as the passing of time frees room. */
-  retryMs(amount: number, now: number): number {
-    const window = this.#params.window;
+  /** Milliseconds until `amount` would fit under `limit`, as far as the passing of time frees room. */
+  retryMs(amount: number, limit: number, now: number): number {
+    const window = this.window;
     if (window.kind === 'calendar') return this.#end - now;
-    const needed = this.#spent + this.#reserved + amount - this.#params.amount;
+    const needed = this.#spent + this.#reserved + amount - limit;
     let freed = 0;
     for (let slot = this.#newest - ROLLING_SLOTS + 1; slot <= this.#newest; slot++) {
       freed += this.#slots![slot % ROLLING_SLOTS]!;
@@ -135,6 +119,22 @@ export class MemorySpendBudget implements SpendBudget {
     // Subtraction leaves rounding residue: an emptied ring spends exactly nothing.
     if (slot - this.#newest >= ROLLING_SLOTS || this.#spent < 1e-12) this.#spent = 0;
     this.#newest = slot;
+  }
+}
+
+/** A budget of one table: its configuration, and the ledger it shares with the tables before it. */
+export class MemorySpendBudget implements SpendBudget {
+  readonly scope: BudgetScope;
+  readonly name: string;
+  readonly params: BudgetParams;
+  readonly ledger: SpendLedger;
+  readonly book: SpendBook = MEMORY_BOOK;
+
+  constructor(scope: BudgetScope, name: string, params: BudgetParams, ledger: SpendLedger) {
+    this.scope = scope;
+    this.name = name;
+    this.params = params;
+    this.ledger = ledger;
   }
 }
 
@@ -172,8 +172,8 @@ class MemoryHold implements SpendHold, BudgetLevel {
     const budgets = this.#budgets;
     if (budgets === undefined) return;
     this.#budgets = undefined;
-    const now = budgets[0]!.now();
-    for (let i = 0; i < budgets.length; i++) budgets[i]!.settle(this.#amounts[i]!, cost, now);
+    const now = budgets[0]!.ledger.now();
+    for (let i = 0; i < budgets.length; i++) budgets[i]!.ledger.settle(this.#amounts[i]!, cost, now);
   }
 }
 
@@ -185,23 +185,23 @@ function seconds(ms: number): number {
 const MEMORY_BOOK: SpendBook = {
   reserve(budgets: readonly SpendBudget[], amounts: readonly number[]): SpendHold | BudgetRefusal {
     const held = budgets as readonly MemorySpendBudget[];
-    const now = held[0]!.now();
+    const now = held[0]!.ledger.now();
     for (let i = 0; i < held.length; i++) {
-      const budget = held[i]!;
-      if (amounts[i]! > budget.room(now))
-        return budgetRefusal(budget.scope, budget.name, seconds(budget.retryMs(amounts[i]!, now)));
+      const { ledger, params, scope, name } = held[i]!;
+      if (amounts[i]! > ledger.room(params.amount, now))
+        return budgetRefusal(scope, name, seconds(ledger.retryMs(amounts[i]!, params.amount, now)));
     }
     const hold = new MemoryHold(held, amounts);
     for (let i = 0; i < held.length; i++) {
-      const budget = held[i]!;
-      budget.reserve(amounts[i]!);
-      if (budget.scope !== 'target')
-        hold.consider(budget.params.amount, budget.room(now), budget.resetMs(now));
+      const { ledger, params, scope } = held[i]!;
+      ledger.reserve(amounts[i]!);
+      if (scope !== 'target')
+        hold.consider(params.amount, ledger.room(params.amount, now), ledger.resetMs(now));
     }
     return hold;
   },
 
   snapshot(budgets: readonly SpendBudget[]): readonly BudgetSnapshot[] {
-    return (budgets as readonly MemorySpendBudget[]).map((budget) => budget.snapshotAt(budget.now()));
+    return (budgets as readonly MemorySpendBudget[]).map(({ ledger }) => ledger.snapshotAt(ledger.now()));
   },
 };
