@@ -2,6 +2,9 @@
 import { z } from 'zod';
 import { CALENDAR_UNITS, ROLLING_PATTERN, isTimeZone } from '../../limits/spend/window.js';
 
+/** A calendar unit or a rolling duration, as one string (so the CRD can check it as one). */
+const WINDOW_PATTERN = new RegExp(`^(${CALENDAR_UNITS.join('|')})$|${ROLLING_PATTERN.source}`);
+
 export const RateLimitSchema = z
   .strictObject({
     requests_per_second: z
@@ -66,13 +69,11 @@ export const BudgetSchema = z
         'What the window may spend, in the currency unit of the configured `pricing` (a positive number).',
       ),
     window: z
-      .union([
-        z.enum(CALENDAR_UNITS),
-        z.string().regex(ROLLING_PATTERN, {
-          error:
-            'must be `hour`, `day`, `week`, `month`, or a rolling duration: an integer and `s`, `m`, `h` or `d` (`30m`, `24h`, `7d`)',
-        }),
-      ])
+      .string()
+      .regex(WINDOW_PATTERN, {
+        error:
+          'must be `hour`, `day`, `week`, `month`, or a rolling duration: an integer and `s`, `m`, `h` or `d` (`30m`, `24h`, `7d`)',
+      })
       .describe(
         'When spending starts again from zero. `hour`, `day`, `week` (ISO: from Monday) and `month` are calendar windows of `time_zone`. A duration (`30m`, `24h`, `7d`: an integer and `s`, `m`, `h` or `d`) is a rolling window: the spend of that long before now, counted in 60 slots, so a charge leaves it between 59/60 of the duration and the whole duration after it was made.',
       ),
