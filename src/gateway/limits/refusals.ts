@@ -96,7 +96,7 @@ export function tokenLimitRefusal(
 
 /**
  * A spend budget without room for the request: 429, like OpenAI's own `insufficient_quota`, which
- * clients already treat as "stop", with the seconds until the window has room (see
+ * clients already treat as "stop", with the seconds until it may have room (see
  * docs/operations.md, "Spend budgets", for why 429 rather than 402). The message names the budget
  * and never its figures, which may be another tenant's (an account's, a target's).
  */
@@ -110,7 +110,7 @@ export function budgetRefusal(scope: BudgetScope, subject: string, retryAfterSec
     code: 'budget_exceeded',
     type: 'insufficient_quota',
     retryAfterSeconds,
-    message: `Spend budget exceeded: the ${scope} budget \`${subject}\` has no room for this request until its window moves on`,
+    message: `Spend budget exceeded: the ${scope} budget \`${subject}\` has no room for this request`,
   };
 }
 

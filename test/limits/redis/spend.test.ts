@@ -47,7 +47,14 @@ describe('shared spend budgets', () => {
     const first = await key.book.reserve([key, account], [2, 2]);
     expect(first.ok).toBe(true);
     const refused = await key.book.reserve([key, account], [2, 2]);
-    expect(refused).toMatchObject({ ok: false, code: 'budget_exceeded', scope: 'account', subject: 'acme' });
+    // Only the reservation in flight stands in the way: a second.
+    expect(refused).toMatchObject({
+      ok: false,
+      code: 'budget_exceeded',
+      scope: 'account',
+      subject: 'acme',
+      retryAfterSeconds: 1,
+    });
     expect(await key.book.snapshot([key, account])).toEqual([
       { spent: 0, reserved: 2 },
       { spent: 0, reserved: 2 },
@@ -58,6 +65,13 @@ describe('shared spend budgets', () => {
       { spent: 1.5, reserved: 0 },
       { spent: 1.5, reserved: 0 },
     ]);
+    // Now what was spent stands in the way: until the month ends.
+    const spentOut = await key.book.reserve([key, account], [2, 2]);
+    const monthEnd = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 1, 1);
+    expect(spentOut.ok ? undefined : spentOut.retryAfterSeconds).toBeCloseTo(
+      (monthEnd - Date.now()) / 1000,
+      -1,
+    );
   });
 
   it('a replica that stops renewing gives its reservations back when their leases lapse', async () => {

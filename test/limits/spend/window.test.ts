@@ -74,10 +74,12 @@ describe('a budget in memory across its window', () => {
     expect(ledger.room(10, now)).toBe(4);
     // A reservation made in November and still running at midnight belongs to no window...
     ledger.reserve(3);
-    now = at('2026-11-30T22:59:59Z');
+    now = at('2026-11-30T22:59:00Z');
     expect(ledger.room(10, now)).toBe(1);
+    // 2 would fit once the reservation in flight settles: a second; 5 only in the next window.
     expect(ledger.retryMs(2, 10, now)).toBe(1000);
-    expect(ledger.resetMs(now)).toBe(1000);
+    expect(ledger.retryMs(5, 10, now)).toBe(60_000);
+    expect(ledger.resetMs(now)).toBe(60_000);
     now = at('2026-11-30T23:00:00Z');
     expect(ledger.room(10, now)).toBe(7);
     // ...and its cost is charged to the window in which it ends.

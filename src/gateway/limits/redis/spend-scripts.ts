@@ -124,9 +124,10 @@ end
  * Reservation: KEYS four per budget (state, :exp, :amt, :done); ARGV[1] lease ms, ARGV[2] the
  * reservation id, then six per budget: amount, reservation, and the four window arguments. All or
  * nothing: the first budget without room refuses, and nothing is reserved. Returns the 1-based index
- * of the refusing budget (0: reserved), the ms until it would have room (time alone frees room in a
- * rolling window as its oldest charges leave; a calendar window at its end), then per budget its
- * room after this reservation and the ms until it holds no spend, as strings.
+ * of the refusing budget (0: reserved), the ms until it may have room (a second when only other
+ * requests' reservations stand in the way; else a calendar window's end, or when enough of a
+ * rolling window's oldest charges have left it), then per budget its room after this reservation
+ * and the ms until its window starts again, as strings.
  */
 export const RESERVE_SPEND = `${COMMON}
 local lease = tonumber(ARGV[1])
@@ -159,7 +160,9 @@ for i = 1, n do
   end
   if want > room then
     local retry = 0
-    if kind == 'c' then
+    if spent + want <= amount then
+      retry = 1000
+    elseif kind == 'c' then
       retry = finish - now
     else
       local slot_ms = tonumber(ARGV[base + 4])

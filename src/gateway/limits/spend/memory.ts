@@ -23,6 +23,9 @@ import { ROLLING_SLOTS, calendarBounds, slotOf, type BudgetWindow } from './wind
  * do not belong to a window: a request that started before a boundary is charged in the window in
  * which it ends, so a window never loses a cost it was still waiting for.
  */
+/** Retry-After when only reservations in flight stand in the way. */
+const RESERVATIONS_RETRY_MS = 1000;
+
 export class SpendLedger {
   readonly window: BudgetWindow;
   readonly now: () => number;
@@ -92,9 +95,15 @@ export class SpendLedger {
     return 0;
   }
 
-  /** Milliseconds until `amount` would fit under `limit`, as far as the passing of time frees room. */
+  /**
+   * Milliseconds until `amount` may fit under `limit`: a second when only other requests'
+   * reservations stand in the way (they settle within their requests' time, most for less than
+   * they reserved); else until the window frees enough (a calendar window's end, a rolling window's
+   * oldest charges leaving it).
+   */
   retryMs(amount: number, limit: number, now: number): number {
     const window = this.window;
+    if (this.spent(now) + amount <= limit) return RESERVATIONS_RETRY_MS;
     if (window.kind === 'calendar') return this.#end - now;
     const needed = this.#spent + this.#reserved + amount - limit;
     let freed = 0;
