@@ -6,6 +6,7 @@
  * document says. Illustrations that are not meant to be copied are fenced as `text`.
  */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -354,6 +355,33 @@ for (const file of DOCUMENTS) {
         liveCommands.push({ fence, command, stack });
   }
 }
+
+/**
+ * Output blocks that show a configuration's hash (`gateway_config_info{hash=...}`) show the hash of
+ * the configuration the document's commands start the gateway with: the sha256 of the file's bytes,
+ * which an edit of the file changes.
+ */
+const shownHashes: { fence: Fence; hash: string; config: string }[] = [];
+for (const file of DOCUMENTS) {
+  let stack: Stack | undefined;
+  for (const fence of fences.filter((f) => f.file === file)) {
+    if (fence.lang === 'sh') stack = stackOf(fence) ?? stack;
+    if (fence.lang !== 'text' || stack?.gatewayConfig === undefined) continue;
+    for (const match of fence.body.matchAll(/gateway_config_info\{hash="([0-9a-f]+)"\}/g))
+      shownHashes.push({ fence, hash: match[1]!, config: stack.gatewayConfig });
+  }
+}
+
+describe('configuration hashes shown in output blocks', () => {
+  it('has the quickstart among them', () => {
+    expect(shownHashes.some((h) => h.fence.file === 'README.md')).toBe(true);
+  });
+
+  it.each(shownHashes.map((h) => [`${where(h.fence)}: ${h.config}`, h] as const))('%s', (_name, shown) => {
+    const bytes = readFileSync(join(ROOT, shown.config));
+    expect(shown.hash).toBe(createHash('sha256').update(bytes).digest('hex'));
+  });
+});
 
 describe('commands against a running gateway and simulator', () => {
   it('has the quickstart among them', () => {
