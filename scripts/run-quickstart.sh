@@ -117,11 +117,18 @@ last_lines() {
   tail -n "$TAIL_LINES" "$1" | sed 's/^/  | /' >&2
 }
 # Says which process ended, with its exit code and last lines, and exits 1; the EXIT trap stops the
-# other one.
+# other one. Once both ran, one that stopped cleanly or by SIGINT or SIGTERM was stopped from outside:
+# a Ctrl-C, or a supervisor or `timeout` signalling the whole process group, which reaches the two
+# programs as well as this script. That is a normal stop: both are stopped and the exit code is
+# 130, as for a Ctrl-C this script hears first.
 ended() {
   local who=$1 when=$2 pid log code=0
   if [[ $who == simulator ]]; then pid=$sim_pid log=$SIM_LOG sim_pid=; else pid=$gateway_pid log=$GATEWAY_LOG gateway_pid=; fi
   wait "$pid" 2>/dev/null || code=$?
+  if [[ $when == "while running" ]] && ((code == 0 || code == 130 || code == 143)); then
+    say "the $who was stopped by a signal; stopping both"
+    exit 130
+  fi
   stop_tail
   say "the $who exited with code $code $when; its last output lines:"
   last_lines "$log"

@@ -47,7 +47,8 @@ afterEach(async () => {
   removeLater(scratch)();
 });
 
-function quickstart(env: Record<string, string>): Quickstart {
+/** With `group`, the script leads a process group of its own, which a test can signal whole. */
+function quickstart(env: Record<string, string>, options: { group?: boolean } = {}): Quickstart {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([key]) => !['CONFIG', 'NODE_OPTIONS'].includes(key)),
   );
@@ -55,6 +56,7 @@ function quickstart(env: Record<string, string>): Quickstart {
     cwd: ROOT,
     env: { ...base, PATH: `${NODE_DIR}:${process.env.PATH ?? ''}`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.group === true,
   });
   running.push(child);
   let stdout = '';
@@ -178,6 +180,31 @@ describe('make run (scripts/run-quickstart.sh)', { timeout: 60_000 }, () => {
     run.child.kill('SIGINT');
     expect((await run.exited).code).toBe(130);
     expect(await gone(tree)).toBe(true);
+  });
+
+  it('a SIGINT to its whole process group (a supervisor, `timeout`) is a normal stop, not a failure', async () => {
+    const p = await ports();
+    const run = quickstart(p.env, { group: true });
+    await run.waitForStderr(BANNER);
+    const tree = [...descendants(run.child.pid!), ...Object.values(run.pids())];
+    process.kill(-run.child.pid!, 'SIGINT');
+    expect((await run.exited).code).toBe(130);
+    expect(run.stderr()).not.toContain('exited with code');
+    expect(await gone(tree)).toBe(true);
+  });
+
+  it('the programs stopped by the signal before the script hears it: still a normal stop', async () => {
+    // The order a group signal may take: the simulator and the gateway stop cleanly first.
+    const p = await ports();
+    const run = quickstart(p.env);
+    await run.waitForStderr(BANNER);
+    const programs = Object.values(run.pids());
+    expect(programs).toHaveLength(2);
+    for (const pid of programs) process.kill(pid, 'SIGINT');
+    expect((await run.exited).code).toBe(130);
+    expect(run.stderr()).not.toContain('exited with code');
+    expect(run.stderr()).toContain('was stopped by a signal; stopping both');
+    expect(await gone(programs)).toBe(true);
   });
 
   it("fails naming the gateway, without the banner, when the gateway's port is taken", async () => {
