@@ -156,6 +156,49 @@ describe('requests the proxy cannot route say what is wrong (standard mode)', ()
   });
 });
 
+describe("who answered: the gateway's errors say so, a provider's pass through unmarked", () => {
+  it("an unknown alias's 404 carries x-gateway-error; the provider's own 404 for a model it lacks does not", async () => {
+    const vllm = await startUpstream(
+      jsonReply(404, {
+        object: 'error',
+        message: 'The model `a` does not exist.',
+        type: 'NotFoundError',
+        param: null,
+        code: 404,
+      }),
+    );
+    const gateway = await startGateway({ targets: { a: { url: vllm.url } } });
+    try {
+      const post = (model: string) =>
+        fetch(`${gateway.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+        });
+      const unknown = await post('nope');
+      expect(unknown.status).toBe(404);
+      expect(unknown.headers.get('x-gateway-error')).toBe('model_not_found');
+      const provider = await post('a');
+      expect(provider.status).toBe(404);
+      expect(provider.headers.get('x-gateway-error')).toBeNull();
+      expect(((await provider.json()) as { message: string }).message).toContain('does not exist');
+    } finally {
+      await gateway.stop();
+      await vllm.close();
+    }
+  });
+
+  it('strict mode keeps the header, naming the code its body leaves out', async () => {
+    const answer = await fetch(`${strict.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'nope', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(answer.status).toBe(404);
+    expect(answer.headers.get('x-gateway-error')).toBe('model_not_found');
+  });
+});
+
 describe('the same requests in strict mode, in its error shapes', () => {
   it('a `model` that is not a string, or is missing, is a schema error on `model`', async () => {
     const json = { 'content-type': 'application/json' };

@@ -185,6 +185,9 @@ export function inResponseMode(error: GatewayError, strictMode: boolean): Gatewa
   };
 }
 
+/** On every error the gateway answers itself, naming its code; never on a provider's answer. */
+const GATEWAY_ERROR_HEADER = 'x-gateway-error';
+
 /**
  * Writes a gateway error as the standard error object (in the request surface's shape) with an exact Content-Length, carrying the
  * request's id when it has one and the request's rate-limit headers when it has them.
@@ -209,6 +212,9 @@ export function writeGatewayError(
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
   };
+  // Says the gateway answered, not a provider: a provider's 404 for a model it does not serve and
+  // the gateway's 404 for an unknown alias are otherwise alike to a client.
+  headers[GATEWAY_ERROR_HEADER] = error.label ?? error.code ?? String(error.status);
   if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
   if (error.noRetry) headers['x-should-retry'] = 'false';
   if (requestId !== undefined) headers['x-request-id'] = requestId;
