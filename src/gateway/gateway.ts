@@ -1,5 +1,7 @@
 import { compileRuntime, type CompiledTable } from './runtime/compile.js';
 import { readBudgets } from './limits/spend/readings.js';
+import { warnUnreachable, type ProbedProvider } from './http/reachability.js';
+import type { ProviderRoute } from './runtime/table.js';
 import { ConfigLoadError, openFileOrigin } from './config/file-origin.js';
 import type { ConfigOrigin } from './config/origin.js';
 import { resolveLoaded, type SecretReferences } from './config/secrets.js';
@@ -169,6 +171,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     runtime = compiled.table;
     warnOverLimit(logger, undefined, runtime);
     noteBudgetsInMemory(logger, undefined, runtime);
+    void warnUnreachable(staticProviders(runtime), logger);
     outliers.commit();
     pickers.commit();
     committed(startup.config, startup.hash);
@@ -226,6 +229,7 @@ export async function createGateway(options: GatewayOptions, deps: GatewayDeps =
     const previousHash = runtime?.hash;
     warnOverLimit(logger, runtime, next);
     noteBudgetsInMemory(logger, runtime, next);
+    void warnUnreachable(staticProviders(next), logger);
     runtime = next;
     outliers.commit();
     pickers.commit();
@@ -455,6 +459,23 @@ function warnOverLimit(logger: Logger, before: CompiledTable | undefined, after:
           'more pods of the Service are ready than the entry takes (max_endpoints): the pods after the first by name get no request',
         );
     }
+}
+
+/**
+ * The providers a table names by URL, one per endpoint with the aliases and providers using it (a
+ * Service's pods are left out: discovery lists only ready ones).
+ */
+function staticProviders(table: CompiledTable): ProbedProvider[] {
+  const byOrigin = new Map<string, { endpoint: ProviderRoute['endpoint']; users: string[] }>();
+  for (const route of table.routes.values())
+    for (const provider of route.providers) {
+      if (provider.name !== provider.label) continue;
+      const origin = provider.endpoint.origin;
+      let entry = byOrigin.get(origin);
+      if (entry === undefined) byOrigin.set(origin, (entry = { endpoint: provider.endpoint, users: [] }));
+      entry.users.push(`${route.key}/${provider.name}`);
+    }
+  return [...byOrigin.values()];
 }
 
 /**
