@@ -80,8 +80,9 @@ stopping=
 stop_tail() {
   if [[ -n $tail_pid ]]; then
     sleep 0.2
-    kill "$tail_pid" 2>/dev/null || true
-    wait "$tail_pid" 2>/dev/null || true
+    # One or two pids, split into words on purpose.
+    kill $tail_pid 2>/dev/null || true
+    wait $tail_pid 2>/dev/null || true
     tail_pid=
   fi
 }
@@ -99,9 +100,14 @@ trap stop EXIT
 trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
 
-# Each process writes to its own log, so a failure can quote it; tail shows both as they run.
-tail -q -n +1 -f "$SIM_LOG" "$GATEWAY_LOG" &
-tail_pid=$!
+# Each process writes to its own log, so a failure can quote it; tail shows them as they run. The
+# gateway's is shown once it is ready (from its first line): a gateway that cannot start is quoted
+# once, by `ended`, rather than shown and then quoted again.
+show_log() {
+  tail -q -n +1 -f "$1" &
+  tail_pid="$tail_pid $!"
+}
+show_log "$SIM_LOG"
 
 node bin/sim.js serve --host 127.0.0.1 --port "$SIM_PORT" >>"$SIM_LOG" 2>&1 &
 sim_pid=$!
@@ -113,8 +119,14 @@ NODE_OPTIONS=${NODE_OPTIONS:---max-semi-space-size=16} MALLOC_ARENA_MAX=${MALLOC
   >>"$GATEWAY_LOG" 2>&1 &
 gateway_pid=$!
 
+# A program's last lines. A program that says why it failed in plain lines (the gateway's
+# configuration errors) also logs it as JSON for log processors: the plain lines are quoted then.
 last_lines() {
-  tail -n "$TAIL_LINES" "$1" | sed 's/^/  | /' >&2
+  if grep -qv '^{' "$1"; then
+    grep -v '^{' "$1" | tail -n "$TAIL_LINES" | sed 's/^/  | /' >&2
+  else
+    tail -n "$TAIL_LINES" "$1" | sed 's/^/  | /' >&2
+  fi
 }
 # Says which process ended, with its exit code and last lines, and exits 1; the EXIT trap stops the
 # other one. Once both ran, one that stopped cleanly or by SIGINT or SIGTERM was stopped from outside:
@@ -192,6 +204,7 @@ cat >&2 <<BANNER
   Ctrl-C stops both.
 
 BANNER
+show_log "$GATEWAY_LOG"
 
 # Until either exits or a signal stops both; the sleep runs in the background so a trap runs at once.
 while alive "$sim_pid" && alive "$gateway_pid"; do

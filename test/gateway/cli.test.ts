@@ -263,6 +263,20 @@ describe('gateway validate and gateway schema', () => {
     expect(text).toContain('$.targets.m.rate_limit.requests_per_second');
   });
 
+  it("validate lists the problems in the order the file reads, not the schema's", async () => {
+    // The schema checks `auth` before `targets`; the file has `targets` first.
+    const path = await tempConfig(
+      'targets:\n  m:\n    url: http://127.0.0.1:1\n    rate_limit: { requests_per_second: 0, burst_size: 1 }\nauth:\n  key_definitions:\n    k: { key: 5 }\n',
+      'order.yaml',
+    );
+    const { code, text } = await run(['validate', path]);
+    expect(code).toBe(1);
+    const targets = text.indexOf('$.targets.m.rate_limit.requests_per_second');
+    const auth = text.indexOf('$.auth.key_definitions.k.key');
+    expect(targets).toBeGreaterThanOrEqual(0);
+    expect(auth).toBeGreaterThan(targets);
+  });
+
   it('a YAML syntax error states its location once, in validate and at startup', async () => {
     const path = await tempConfig('targets:\n  a:\n    url: [http://x\n  b: 1\n', 'bad.yaml');
     const validate = await run(['validate', path]);

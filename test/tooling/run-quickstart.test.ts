@@ -198,6 +198,9 @@ describe('make run (scripts/run-quickstart.sh)', { timeout: 60_000 }, () => {
     const p = await ports();
     const run = quickstart(p.env);
     await run.waitForStderr(BANNER);
+    // The gateway's log is shown from the banner on: its first line (with its pid) follows it.
+    for (let waited = 0; Object.keys(run.pids()).length < 2 && waited < 5000; waited += 50)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     const programs = Object.values(run.pids());
     expect(programs).toHaveLength(2);
     for (const pid of programs) process.kill(pid, 'SIGINT');
@@ -234,7 +237,11 @@ describe('make run (scripts/run-quickstart.sh)', { timeout: 60_000 }, () => {
     expect(stderr).toContain(
       'quickstart: the gateway exited with code 2 before it was ready; its last output lines:',
     );
-    expect(stderr).toMatch(/ {2}\| .*invalid configuration/);
+    // Each configuration error once: its plain line, quoted; not its JSON log line too, nor the
+    // output shown live beside it.
+    expect(stderr).toMatch(/ {2}\| .*config\.yaml: \$\.targets\.sim: must be an object/);
+    const everything = run.stdout() + stderr;
+    expect(everything.split('must be an object').length - 1).toBe(1);
     expect(stderr).not.toContain(BANNER);
     // The simulator had started: it is stopped again.
     const sim = run.pids().sim;

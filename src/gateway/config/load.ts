@@ -248,7 +248,18 @@ function validate(parsed: Parsed, hash: string, bareOnly = false): ConfigResult 
     message: issue.message,
     ...locate(parsed, issue.segments),
   }));
-  return { ok: false, issues };
+  return { ok: false, issues: issues.sort(byPosition) };
+}
+
+/**
+ * Problems in the order the file reads (the schema's own order is its fields' order, which a file
+ * need not follow); problems without a position (the whole document) keep their order, last.
+ */
+function byPosition(a: ConfigIssue, b: ConfigIssue): number {
+  const lineA = a.line ?? Infinity;
+  const lineB = b.line ?? Infinity;
+  if (lineA !== lineB) return lineA < lineB ? -1 : 1;
+  return (a.column ?? 0) - (b.column ?? 0);
 }
 
 function parseDecoded(text: string, source: string, hash: string): ConfigResult {
