@@ -139,11 +139,12 @@ describe('unions', () => {
         },
       }),
     ).toEqual([
-      { path: '$.targets.p.fallback.aimd.share_floor', message: 'must be <= 1, got the integer 2' },
+      // In the order the file reads.
       {
         path: '$.targets.p.fallback.aimd.latency_budget',
         message: 'unknown field `latency_budget`; did you mean `latency_budget_ms`?',
       },
+      { path: '$.targets.p.fallback.aimd.share_floor', message: 'must be <= 1, got the integer 2' },
     ]);
   });
 

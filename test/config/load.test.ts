@@ -177,11 +177,12 @@ describe('document shape', () => {
   it('refuses YAML values JSON cannot hold, with plain messages', () => {
     const text = 'targets:\n  a:\n    url: http://a\n    inflight_limit: .inf\n    trusted: yes\n';
     expect(issues(parseConfigText(text, 'c.yaml')).map(({ path, message }) => ({ path, message }))).toEqual([
-      { path: '$.targets.a.trusted', message: 'must be a boolean (true or false), got the string "yes"' },
+      // In the order the file reads.
       {
         path: '$.targets.a.inflight_limit',
         message: 'must be a finite number, got Infinity',
       },
+      { path: '$.targets.a.trusted', message: 'must be a boolean (true or false), got the string "yes"' },
     ]);
   });
 
