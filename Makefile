@@ -42,7 +42,7 @@ SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
 VITEST_REPORT := test/.tmp/vitest-report.json
 
-.PHONY: help run test build lint typecheck unit bench bench-quick bench-headline bench-fleet scorecard e2e e2e-k8s image-local soak clean docs check-docs node-info helm chart-golden FORCE
+.PHONY: help run test build lint typecheck unit bench bench-quick bench-headline bench-fleet scorecard e2e e2e-k8s image-local image-load soak clean docs check-docs node-info helm chart-golden FORCE
 
 help: ## List the targets
 	@echo "usage: make <target>   (make run starts the quickstart, make test runs every check)"
@@ -157,8 +157,12 @@ scorecard: $(BUILD_STAMP) ## The resilience scorecard: every provider fault agai
 e2e: $(BUILD_STAMP) ## Local end-to-end lifecycle checks (processes on loopback)
 	vitest run --config e2e/vitest.config.ts
 
-image-local: $(DEPS_STAMP) ## Build the Dockerfile offline with locally assembled base images (needs a Docker engine, or root and Debian's docker.io)
+image-local: $(DEPS_STAMP) ## Build the Dockerfile offline with locally assembled base images (needs a Docker engine, or root: then it installs docker.io, busybox-static and python3 when missing)
 	NODE_VERSION=$(NODE_VERSION) NPM_VERSION=$(NPM_VERSION) bash e2e/images/gateway.sh
+
+# Silent: its stdout is the two IMAGE_ lines, for a shell to read.
+image-load: ## Import the image make image-local saved into a registry-less cluster's containerd, named by digest too (KIND_CLUSTER=name for kind)
+	@bash scripts/image-load.sh
 
 # e2e/k8s runs .tools/bin/helm by that path, so this target builds the pinned one.
 e2e-k8s: $(BUILD_STAMP) $(TOOLS)/bin/helm ## The chart's lifecycle on a real cluster: KUBECONFIG, else kind, else a host cluster built here (skips with a message when none is possible; E2E_K8S_REQUIRED=1 fails instead)

@@ -87,9 +87,10 @@ fi
 if ! have_image "$BUILD_BASE"; then
   root=$(mktemp -d)
   rootfs_accounts "$root"
-  [[ -x /bin/busybox ]] || img_die "the build base needs a static busybox at /bin/busybox (Debian: busybox-static)"
-  install -D -m 0755 /bin/busybox "$root/bin/busybox"
-  for applet in $(/bin/busybox --list); do
+  busybox=${IMAGE_BUSYBOX:-/bin/busybox}
+  [[ -x $busybox ]] || img_die "the build base needs a static busybox at $busybox (Debian: busybox-static)"
+  install -D -m 0755 "$busybox" "$root/bin/busybox"
+  for applet in $("$busybox" --list); do
     [[ $applet == busybox ]] || ln -sf busybox "$root/bin/$applet"
   done
   mkdir -p "$root/usr/bin" && ln -sf /bin/busybox "$root/usr/bin/env"

@@ -10,13 +10,18 @@
 #   IMAGE_ARCHIVE=path        where `docker save` writes the image (default e2e/.work/images/<tag>.tar)
 #
 # Needs a Docker engine: $DOCKER_HOST, the default socket, or (as root, with dockerd installed) a
-# private dockerd that this script starts through e2e/cluster/hostk8s and stops again.
+# private dockerd that this script starts through e2e/cluster/hostk8s and stops again. Everything
+# it needs is checked first, at once, and installed with apt-get as root
+# (e2e/images/prerequisites.sh: IMAGE_INSTALL=0 names it instead).
 # Prints IMAGE=, IMAGE_ID= and IMAGE_ARCHIVE= lines last.
 set -Eeuo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=e2e/images/rootfs.sh
 source e2e/images/rootfs.sh
+# shellcheck source=e2e/images/prerequisites.sh
+source e2e/images/prerequisites.sh
 IMG_T0=$(date +%s)
+image_prerequisites e2e/.work/image-apt.log
 
 IMAGE=${IMAGE:-llm-gateway:local}
 REVISION=${REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}

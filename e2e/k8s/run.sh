@@ -154,35 +154,18 @@ if ! docker info >/dev/null 2>&1; then
   eval "$(grep '^export ' <<<"$docker_env")"
 fi
 
-case $(uname -m) in aarch64) PLATFORM_ARCH=arm64 ;; *) PLATFORM_ARCH=amd64 ;; esac
-
-# node_ctr ARGS...: ctr in the k8s.io namespace of every node's containerd (the host cluster's
-# own socket, or inside each kind node).
-node_ctr() {
-  case $provider in
-    hostk8s) ctr --address "$HOSTK8S_DIR/containerd/containerd.sock" -n k8s.io "$@" ;;
-    kind)
-      local node
-      for node in $(kind get nodes --name "$kind_cluster"); do docker exec -i "$node" ctr -n k8s.io "$@"; done ;;
-  esac
-}
-
-# load_image TAR REFERENCE: the image archive into the nodes' containerd, and the digest there
-# printed. The image is also named REPOSITORY@DIGEST, the reference a pod spec pinned by digest
-# uses (an imported archive is only named by its tags).
+# load_image TAR REFERENCE: the image archive into the nodes' containerd, also named
+# REPOSITORY@DIGEST (the reference a pod spec pinned by digest uses), and the digest printed: the
+# documented registry-less install (make image-load), run as a user runs it.
 load_image() {
-  local tar=$1 ref=$2 digest node
+  local tar=$1 ref=$2 out
   case $provider in
-    hostk8s) node_ctr images import --platform "linux/$PLATFORM_ARCH" "$tar" >/dev/null ;;
-    kind)
-      for node in $(kind get nodes --name "$kind_cluster"); do
-        docker exec -i "$node" ctr -n k8s.io images import --platform "linux/$PLATFORM_ARCH" - <"$tar" >/dev/null
-      done ;;
-  esac
-  digest=$(node_ctr images ls "name==$ref" | awk 'NR > 1 {print $3}' | head -n 1)
-  [[ $digest =~ ^sha256:[0-9a-f]{64}$ ]] || fail "no digest for $ref in the cluster's containerd"
-  node_ctr images tag --force "$ref" "${ref%:*}@$digest" >/dev/null
-  echo "$digest"
+    hostk8s) out=$(IMAGE=$ref IMAGE_ARCHIVE=$tar CONTAINERD_ADDRESS=$HOSTK8S_DIR/containerd/containerd.sock \
+      make --no-print-directory image-load) ;;
+    kind) out=$(IMAGE=$ref IMAGE_ARCHIVE=$tar KIND_CLUSTER=$kind_cluster make --no-print-directory image-load) ;;
+  esac || fail "make image-load of $ref"
+  [[ $(sed -n 's/^IMAGE_REPOSITORY=//p' <<<"$out") == "${ref%:*}" ]] || fail "make image-load named $ref otherwise: $out"
+  sed -n 's/^IMAGE_DIGEST=//p' <<<"$out"
 }
 
 # push_image TAG: for a cluster of another kind, the image goes through E2E_K8S_REGISTRY and the

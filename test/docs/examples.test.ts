@@ -157,8 +157,8 @@ describe('documentation examples', () => {
             if (REPO_PATH.test(path) && !existsSync(join(ROOT, path))) say(`missing file ${path}`);
           }
           if (words[0] === 'make') {
-            for (const target of words.slice(1).filter((w) => !w.startsWith('-') && !w.includes('=')))
-              if (!makeTargets.has(target)) say(`no make target ${target}`);
+            const targets = words.slice(1).filter((w) => !/^(?:-|\d?[<>])/.test(w) && !w.includes('='));
+            for (const target of targets) if (!makeTargets.has(target)) say(`no make target ${target}`);
           }
           const program = projectProgram(words);
           if (program && existsSync(join(ROOT, program[0]!))) {
