@@ -90,6 +90,10 @@ const terminationGrace = budget.preStop + budget.delay + budget.drain + 5 + 20;
  */
 const propagationBoundS = (syncS: number): number => syncS * 1.5 + values.gateway.configPollSecs + 5;
 
+/** The helm test pod, when one is there. */
+const testPods = async (): Promise<V1Pod[]> =>
+  (await core.listNamespacedPod({ namespace: NS, fieldSelector: `metadata.name=${FULLNAME}-test` })).items;
+
 let revision = 0;
 /** `helm upgrade` of the release with the current values. */
 function upgrade(label: string): number {
@@ -220,17 +224,17 @@ describe('the chart on a real cluster', () => {
     }
 
     const testStarted = Date.now();
-    // helm prints the test pod's log itself, then deletes the pod.
-    const test = helm(['test', RELEASE, '--namespace', NS, '--timeout', '3m']);
+    // The test pod is kept (tests.keepPod, the default), so `--logs` reads its log after the run and
+    // `helm test` exits 0; a success's log is printed by --logs alone.
+    const test = helm(['test', RELEASE, '--namespace', NS, '--timeout', '3m', '--logs']);
     expect(test).toMatch(/TEST SUITE:\s+gw-gateway-test[\s\S]*Phase:\s+Succeeded/);
-    expect(test).toContain('ok: readiness (200)');
-    expect(test).toContain('ok: model list (200)');
-    expect(test).toContain('ok: completion through the simulator (200)');
-    const testPods = await core.listNamespacedPod({
-      namespace: NS,
-      fieldSelector: 'metadata.name=gw-gateway-test',
-    });
-    expect(testPods.items).toEqual([]);
+    const logs = test.slice(test.indexOf('POD LOGS: gw-gateway-test'));
+    expect(logs).toMatch(/^POD LOGS: gw-gateway-test/);
+    expect(logs).toContain('ok: readiness (200)');
+    expect(logs).toContain('ok: model list (200)');
+    expect(logs).toContain('ok: completion through the simulator (200)');
+    expect(test.split('ok: readiness (200)')).toHaveLength(2);
+    expect((await testPods()).map((p) => p.status?.phase)).toEqual(['Succeeded']);
     figure('install', {
       helm_install_wait_s: installS,
       replicas: pods.length,
@@ -610,6 +614,15 @@ describe('the chart on a real cluster', () => {
   }, 600_000);
 
   it('uninstalls without leaving a gateway object behind', async () => {
+    // helm uninstall leaves test pods alone. With tests.keepPod false the next helm test replaces
+    // the kept pod, prints its log itself and deletes the pod, so nothing outlives the release.
+    values.tests = { keepPod: false };
+    upgrade('tests-not-kept');
+    const test = helm(['test', RELEASE, '--namespace', NS, '--timeout', '3m']);
+    expect(test).toMatch(/Phase:\s+Succeeded/);
+    expect(test).toContain('ok: readiness (200)');
+    expect(await testPods()).toEqual([]);
+
     helm(['uninstall', RELEASE, '--namespace', NS, '--wait', '--timeout', '5m']);
     const byLabel = { namespace: NS, labelSelector: `app.kubernetes.io/instance=${RELEASE}` };
     await waitFor('the release pods to go', 180_000, async () =>

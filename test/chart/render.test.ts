@@ -959,6 +959,27 @@ describe('helm test hook', () => {
     expect(defaultScript).not.toContain('chat/completions');
   });
 
+  it('keeps its pod for `helm test --logs` unless tests.keepPod is false', () => {
+    const annotations = (keepPod?: boolean) => {
+      const defaultsFile = cases.find((c) => c.name === 'default')!.file;
+      const result = template({
+        valuesFiles: [defaultsFile],
+        setJson: keepPod === undefined ? {} : { tests: { keepPod } },
+      });
+      expect(result.status, result.stderr).toBe(0);
+      return findObject(parseObjects(result.stdout), 'Pod')!.metadata.annotations ?? {};
+    };
+    // Kept by default: only the next `helm test` deletes it, and only a failure prints its log.
+    expect(annotations()).toMatchObject({
+      'helm.sh/hook-delete-policy': 'before-hook-creation',
+      'helm.sh/hook-output-log-policy': 'hook-failed',
+    });
+    expect(annotations(false)).toMatchObject({
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded,hook-failed',
+      'helm.sh/hook-output-log-policy': 'hook-succeeded,hook-failed',
+    });
+  });
+
   it('its script is valid JavaScript', () => {
     for (const name of ['default', 'simulator']) {
       const script = ((findObject(objectsOf(name), 'Pod')!.spec as PodSpec).containers[0]!.args ?? [])[0]!;

@@ -255,7 +255,7 @@ function chartValues(): Schema {
       annotations: stringMap(),
       namespace: str(),
     }),
-    tests: strict({ enabled: bool() }),
+    tests: strict({ enabled: bool(), keepPod: bool() }),
     extraObjects: k8sList(),
   });
 }
