@@ -1,7 +1,6 @@
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { gatewaysPerTest } from '../helpers/gateway.js';
-import { jsonReply, startUpstream } from '../helpers/upstream.js';
+import { closedPort, jsonReply, startUpstream } from '../helpers/upstream.js';
 
 /**
  * A provider the gateway cannot reach is named in one warning at start-up and after a reload, from
@@ -11,14 +10,6 @@ import { jsonReply, startUpstream } from '../helpers/upstream.js';
 const startGateway = gatewaysPerTest();
 
 /** A loopback port nothing listens on: bound by the OS, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === 'object' && address !== null ? address.port : 0;
-}
-
 const UNREACHABLE =
   'provider unreachable: requests routed to it will fail until it answers (readiness does not depend on it)';
 

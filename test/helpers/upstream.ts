@@ -6,7 +6,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 
 export interface RecordedRequest {
   method: string;
@@ -153,4 +153,13 @@ export function completion(model: string, extra: Record<string, unknown> = {}) {
     usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
     ...extra,
   };
+}
+
+/** A port nothing listens on: bound by the OS, then released. */
+export async function closedPort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return typeof address === 'object' && address !== null ? address.port : 1;
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type StartedGateway } from '../helpers/gateway.js';
 import { ROOT } from '../helpers/process.js';
 import { startSim, type StartedSim } from '../helpers/sim.js';
-import { startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
+import { closedPort, startUpstream, type RecordingUpstream } from '../helpers/upstream.js';
 import { extractSection, renderUpstreamFailures, type UpstreamFailureRow } from './report.ts';
 import {
   INVALID_TLD_RESOLVER_ENV,
@@ -65,15 +65,6 @@ async function closeFake(fake: FakeUpstream | undefined): Promise<void> {
   if (!fake) return;
   for (const socket of fake.sockets) socket.destroy();
   await new Promise<void>((resolve) => fake.server.close(() => resolve()));
-}
-
-/** A port nothing listens on: bound by the OS, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === 'object' && address ? address.port : 1;
 }
 
 let silent: FakeUpstream;
