@@ -150,7 +150,12 @@ describe('CI scenarios', () => {
     expect(namespaces.size).toBe(1);
     for (const o of objects) {
       if (o.metadata.name.endsWith('-extra')) continue; // extraObjects are the user's
-      expect(o.metadata.labels?.['app.kubernetes.io/name'], `${o.kind}/${o.metadata.name}`).toBe('gateway');
+      // The helm test pod is named apart, so no selector of the release takes it for a gateway pod.
+      const testPod = o.kind === 'Pod' && o.metadata.annotations?.['helm.sh/hook'] === 'test';
+      expect(o.metadata.labels?.['app.kubernetes.io/name'], `${o.kind}/${o.metadata.name}`).toBe(
+        testPod ? 'gateway-test' : 'gateway',
+      );
+      expect(o.metadata.labels?.['app.kubernetes.io/instance']).toBe('gateway');
       expect(o.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('Helm');
     }
   });
@@ -969,6 +974,24 @@ describe('helm test hook', () => {
       expect(result.status, result.stderr).toBe(0);
       return findObject(parseObjects(result.stdout), 'Pod')!.metadata.annotations ?? {};
     };
+    // A kept pod is no gateway pod to any selector of the release.
+    const objects = objectsOf('production');
+    const testLabels = findObject(objects, 'Pod')!.metadata.labels ?? {};
+    const selectors = objects.flatMap((o) => {
+      const spec = o.spec as { selector?: { matchLabels?: Record<string, string> } | Record<string, string> };
+      const selector = spec?.selector;
+      if (!selector || o.kind === 'ServiceMonitor') return [];
+      const labels = (selector as { matchLabels?: Record<string, string> }).matchLabels ?? selector;
+      return [{ kind: o.kind, labels: labels as Record<string, string> }];
+    });
+    expect(selectors.map((s) => s.kind).sort()).toEqual(
+      expect.arrayContaining(['Deployment', 'PodDisruptionBudget', 'Service']),
+    );
+    for (const { kind, labels } of selectors)
+      expect(
+        Object.entries(labels).every(([k, v]) => testLabels[k] === v),
+        `${kind} selects the test pod`,
+      ).toBe(false);
     // Kept by default: only the next `helm test` deletes it, and only a failure prints its log.
     expect(annotations()).toMatchObject({
       'helm.sh/hook-delete-policy': 'before-hook-creation',

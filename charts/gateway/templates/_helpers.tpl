@@ -42,12 +42,29 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "gateway.labels" -}}
 helm.sh/chart: {{ include "gateway.chart" . }}
 {{ include "gateway.selectorLabels" . }}
+{{ include "gateway.releaseLabels" . }}
+{{- end }}
+
+{{- /* The labels every object carries besides the name and instance. */}}
+{{- define "gateway.releaseLabels" -}}
 app.kubernetes.io/version: {{ include "gateway.version" . | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: llm-gateway
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{- /*
+The `helm test` pod's labels: its own name, so the workload's selector (the Deployment, the
+PodDisruptionBudget, the Services, a PodMonitor) never takes a kept test pod for a gateway pod.
+*/}}
+{{- define "gateway.testLabels" -}}
+helm.sh/chart: {{ include "gateway.chart" . }}
+app.kubernetes.io/name: {{ include "gateway.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "gateway.releaseLabels" . }}
+app.kubernetes.io/component: test
 {{- end }}
 
 {{- define "gateway.serviceAccountName" -}}
