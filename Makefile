@@ -142,7 +142,7 @@ run: $(BUILD_STAMP) ## Start the simulator and the gateway with examples/quickst
 bench: $(BUILD_STAMP) ## Full benchmark run (prints a markdown table)
 	node bench/run.ts
 
-bench-quick: $(BUILD_STAMP) ## Short benchmark run (under two minutes)
+bench-quick: $(BUILD_STAMP) ## Short benchmark run with the budget verdicts (about 2.5 minutes): a FAIL line says a change cost what the budget does not allow
 	node bench/run.ts --quick
 
 bench-headline: $(BUILD_STAMP) ## The headline table: the gateway beside the Node.js floor, nginx and Portkey in one run, chat and Messages API (about 16 minutes)

@@ -163,8 +163,10 @@ const QUICK: Plan = {
   rounds: 1,
   warmupSeconds: 1,
   connections: 32,
-  closedRounds: 1,
-  closedSeconds: 2.5,
+  // Five short alternating rounds: one round's ratio moves by a tenth, which would hide a change
+  // that costs 5%.
+  closedRounds: 5,
+  closedSeconds: 2,
   openRate: 1000,
   openSeconds: 2.5,
   streamConcurrency: 32,
@@ -176,6 +178,7 @@ const QUICK: Plan = {
     streams: 1000,
     intervalMs: 100,
     targets: [
+      { proxy: 'floor', fresh: true },
       { proxy: 'plain', fresh: true },
       { proxy: 'plain', fresh: false },
     ],
@@ -612,7 +615,7 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
       pass: valid(row) ? (row.ratioFloor ?? 0) >= min : undefined,
     });
   };
-  ratioLine('plain', 0.8, 'Plain alias');
+  ratioLine('plain', 0.9, 'Plain alias');
   const logOn = find('closed loop', 'gateway plain');
   const logOff = find('closed loop', ACCESS_LOG_OFF);
   if (logOn?.ratioFloor !== undefined && logOff?.ratioFloor !== undefined) {
@@ -622,19 +625,30 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
       pass: undefined,
     });
   }
-  ratioLine('limits', 0.7, 'Full limits');
-  ratioLine('strict', 0.5, 'Strict mode');
+  ratioLine('limits', 0.8, 'Full limits (with spend budgets and a token limit)');
+  ratioLine('strict', 0.8, 'Strict mode');
+  const streaming = find('streaming, closed loop', 'gateway plain');
+  lines.push({
+    line: 'Streaming (SSE), gateway plain: streams/s >= 0.85x floor (32 unpaced streams)',
+    measured: streaming ? `${fmt(streaming.ratioFloor)}x` : 'not run',
+    pass: valid(streaming) ? (streaming.ratioFloor ?? 0) >= 0.85 : undefined,
+  });
+  const floorOpen = find('open loop', 'floor');
+  const floorP99 = floorOpen?.addedP99Rounds ? median(floorOpen.addedP99Rounds) : undefined;
   for (const kind of GATEWAY_KINDS) {
     const row = find('open loop', `gateway ${kind}`);
     const p50 = row?.addedP50Rounds ? median(row.addedP50Rounds) : undefined;
     const p99 = row?.addedP99Rounds ? median(row.addedP99Rounds) : undefined;
+    // The p99 is held to the floor's in the same run as well: on a shared machine 5 ms can be met
+    // by luck, and the floor shows what the machine added.
+    const p99Bound = floorP99 === undefined ? 5 : Math.min(5, Math.max(floorP99, 0));
     lines.push({
-      line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms (median of rounds)`,
+      line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms and <= the floor's (median of rounds)`,
       measured:
         row && p50 !== undefined && p99 !== undefined
-          ? `${signed(p50)} / ${signed(p99)} ms (pooled over rounds: ${signed(row.addedP50)} / ${signed(row.addedP99)} ms)`
+          ? `${signed(p50)} / ${signed(p99)} ms (floor p99 ${floorP99 === undefined ? 'not run' : `${signed(floorP99)} ms`}; pooled over rounds: ${signed(row.addedP50)} / ${signed(row.addedP99)} ms)`
           : 'not run',
-      pass: valid(row) && p50 !== undefined && p99 !== undefined ? p50 <= 1 && p99 <= 5 : undefined,
+      pass: valid(row) && p50 !== undefined && p99 !== undefined ? p50 <= 1 && p99 <= p99Bound : undefined,
     });
   }
   for (const kind of ['plain', 'strict'] as const) {
@@ -660,6 +674,20 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
       pass:
         mine && direct && floor && valid(row)
           ? mine.coalesced <= direct.coalesced + 0.01 && mine.gapP99 <= floor.gapP99 + 1
+          : undefined,
+    });
+  }
+  const floorMemory = rows.find((r) => r.section === 'memory' && r.target === 'floor (fresh process)');
+  const plainMemory = rows.find(
+    (r) => r.section === 'memory' && r.target === 'gateway plain (fresh process)',
+  );
+  if (floorMemory?.peakRss !== undefined && plainMemory?.peakRss !== undefined) {
+    lines.push({
+      line: '1,000 concurrent open streams, gateway plain (fresh process): RSS within 10% of the floor (fresh process)',
+      measured: `${fmt(plainMemory.peakRss, 0)} MB against ${fmt(floorMemory.peakRss, 0)} MB (${fmt(plainMemory.peakRss / floorMemory.peakRss)}x)`,
+      pass:
+        valid(plainMemory) && valid(floorMemory) && plainMemory.notJudged === undefined
+          ? plainMemory.peakRss <= floorMemory.peakRss * 1.1
           : undefined,
     });
   }
@@ -691,7 +719,7 @@ const USAGE = `Usage: node bench/run.ts [options]
                             sending the same Messages request (about 6 min more)
   --gateway-bin <file>      with --headline: the gateway rows run this build's bin/gateway.js
                             (a before/after: git worktree add /tmp/before <commit>, make build there)
-  --quick                   one round with short windows (about 90 s; make bench-quick)
+  --quick                   five short closed-loop rounds, one of each other section (about 2.5 min; make bench-quick)
   --only <sections>         comma-separated subset of: ${SECTIONS.join(',')}
   --json <file>             also write the rows and the budget lines as JSON
   --quiet-wait <seconds>    wait up to this long before each window for other programs to go
