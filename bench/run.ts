@@ -163,8 +163,8 @@ const QUICK: Plan = {
   rounds: 1,
   warmupSeconds: 1,
   connections: 32,
-  // Five short alternating rounds: one round's ratio moves by a tenth, which would hide a change
-  // that costs 5%.
+  // Five short alternating rounds, judged by their median: one round's ratio moves by a tenth or
+  // more, which would hide a change that costs 5%.
   closedRounds: 5,
   closedSeconds: 2,
   openRate: 1000,
@@ -634,16 +634,17 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
     pass: valid(streaming) ? (streaming.ratioFloor ?? 0) >= 0.85 : undefined,
   });
   const floorOpen = find('open loop', 'floor');
-  const floorP99 = floorOpen?.addedP99Rounds ? median(floorOpen.addedP99Rounds) : undefined;
+  const floorP99 =
+    valid(floorOpen) && floorOpen.addedP99Rounds ? median(floorOpen.addedP99Rounds) : undefined;
   for (const kind of GATEWAY_KINDS) {
     const row = find('open loop', `gateway ${kind}`);
     const p50 = row?.addedP50Rounds ? median(row.addedP50Rounds) : undefined;
     const p99 = row?.addedP99Rounds ? median(row.addedP99Rounds) : undefined;
-    // The p99 is held to the floor's in the same run as well: on a shared machine 5 ms can be met
-    // by luck, and the floor shows what the machine added.
-    const p99Bound = floorP99 === undefined ? 5 : Math.min(5, Math.max(floorP99, 0));
+    // The p99 is held to the floor's in the same run as well (what the machine added to a proxy
+    // that does the least), with a millisecond for the noise of one percentile against another.
+    const p99Bound = floorP99 === undefined ? 5 : Math.min(5, Math.max(floorP99, 0) + 1);
     lines.push({
-      line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms and <= the floor's (median of rounds)`,
+      line: `Open loop 1,000 req/s, gateway ${kind}: added p50 <= 1 ms, p99 <= 5 ms and <= the floor's + 1 ms (median of rounds)`,
       measured:
         row && p50 !== undefined && p99 !== undefined
           ? `${signed(p50)} / ${signed(p99)} ms (floor p99 ${floorP99 === undefined ? 'not run' : `${signed(floorP99)} ms`}; pooled over rounds: ${signed(row.addedP50)} / ${signed(row.addedP99)} ms)`
@@ -686,7 +687,10 @@ function budget(rows: readonly Row[], paced: Map<string, PacedSummary> | undefin
       line: '1,000 concurrent open streams, gateway plain (fresh process): RSS within 10% of the floor (fresh process)',
       measured: `${fmt(plainMemory.peakRss, 0)} MB against ${fmt(floorMemory.peakRss, 0)} MB (${fmt(plainMemory.peakRss / floorMemory.peakRss)}x)`,
       pass:
-        valid(plainMemory) && valid(floorMemory) && plainMemory.notJudged === undefined
+        valid(plainMemory) &&
+        valid(floorMemory) &&
+        plainMemory.notJudged === undefined &&
+        floorMemory.notJudged === undefined
           ? plainMemory.peakRss <= floorMemory.peakRss * 1.1
           : undefined,
     });

@@ -57,7 +57,8 @@ fi
 # node_ctr ARGS...: ctr in the Kubernetes namespace of every node's containerd.
 nodes=()
 if [[ -n $KIND_CLUSTER ]]; then
-  mapfile -t nodes < <(kind get nodes --name "$KIND_CLUSTER")
+  # A cluster of several control planes has a load balancer container too, with no containerd.
+  mapfile -t nodes < <(kind get nodes --name "$KIND_CLUSTER" | grep -v -- '-external-load-balancer$')
   ((${#nodes[@]})) || die "kind cluster $KIND_CLUSTER has no nodes"
 fi
 node_ctr() {
@@ -72,6 +73,9 @@ first_node_ctr() {
   if [[ -n $KIND_CLUSTER ]]; then docker exec -i "${nodes[0]}" ctr -n k8s.io "$@"; else node_ctr "$@"; fi
 }
 
+# The name is dropped first (the image's content stays), so the digest read after the import is the
+# archive's, never an older image's of the same name when the archive holds another tag.
+node_ctr images rm "$reference" >/dev/null 2>&1 || true
 if [[ -n $KIND_CLUSTER ]]; then
   log "importing $IMAGE_ARCHIVE into the ${#nodes[@]} node(s) of kind cluster $KIND_CLUSTER"
   for node in "${nodes[@]}"; do

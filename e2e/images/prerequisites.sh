@@ -16,22 +16,37 @@ missing_prerequisites() {
       "${DOCKER_HOST:-the default socket}"
   fi
   if ! docker_cli >/dev/null; then
+    # Where the distribution packages buildx, its docker.io client is 23 or later and needs it;
+    # Debian 12 has no such package, and its docker.io client (20.10) has BuildKit built in.
+    local buildx=''
+    apt-cache show docker-buildx >/dev/null 2>&1 && buildx=docker-buildx
     if command -v docker >/dev/null; then
-      # Debian 12 has no buildx package; its docker.io client (20.10) builds with BuildKit built in.
-      local buildx=docker.io
-      apt-cache show docker-buildx >/dev/null 2>&1 && buildx=docker-buildx
       printf '%s\ta docker client that builds with BuildKit: %s is version 23 or later without the buildx plugin\n' \
-        "$buildx" "$(command -v docker)"
+        "${buildx:-docker.io}" "$(command -v docker)"
     else
-      printf 'docker.io\ta docker client\n'
+      printf 'docker.io%s\ta docker client that builds with BuildKit\n' "${buildx:+ $buildx}"
     fi
   fi
-  # ldd fails on a static program: a dynamically linked busybox would not run in the build base.
-  if [[ ! -x $IMAGE_BUSYBOX ]] || ldd "$IMAGE_BUSYBOX" >/dev/null 2>&1; then
+  if ! static_program "$IMAGE_BUSYBOX"; then
     printf 'busybox-static\ta statically linked busybox at %s (the build base'"'"'s shell)\n' "$IMAGE_BUSYBOX"
   fi
   command -v python3 >/dev/null || printf 'python3\tpython3 (it writes the base images'"'"' layers)\n'
   return 0
+}
+
+# static_program PATH: an executable that needs no shared library (a dynamically linked busybox
+# would not run in the build base, which has none). ldd says so in one of two ways, the second for
+# a static position-independent program.
+static_program() {
+  [[ -x $1 ]] || return 1
+  local out
+  out=$(ldd "$1" 2>&1) || true
+  [[ $out == *"not a dynamic executable"* || $out == *"statically linked"* ]]
+}
+
+# packages_of MISSING: the Debian packages of missing_prerequisites' lines, once each, space-separated.
+packages_of() {
+  cut -f1 <<<"$1" | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 
 # image_prerequisites LOG: returns when the machine has everything. As root with apt-get (and
@@ -40,8 +55,7 @@ image_prerequisites() {
   local log=$1 missing packages
   missing=$(missing_prerequisites)
   [[ -z $missing ]] && return 0
-  packages=$(cut -f1 <<<"$missing" | sort -u | tr '\n' ' ')
-  packages=${packages% }
+  packages=$(packages_of "$missing")
   if [[ ${IMAGE_INSTALL:-1} != 0 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
     img_log "installing what the build needs: $packages (apt-get; IMAGE_INSTALL=0 names it instead)"
     mkdir -p "$(dirname "$log")"
@@ -54,10 +68,13 @@ image_prerequisites() {
     } || img_die "apt-get install $packages failed (log: $log)"
     missing=$(missing_prerequisites)
     [[ -z $missing ]] && return 0
+    packages=$(packages_of "$missing")
   fi
   {
     echo "make image-local needs what this machine lacks:"
-    while IFS=$'\t' read -r package what; do echo "  - $what (Debian package $package)"; done <<<"$missing"
+    while IFS=$'\t' read -r package what; do
+      if [[ $package == *" "* ]]; then echo "  - $what (Debian packages $package)"; else echo "  - $what (Debian package $package)"; fi
+    done <<<"$missing"
     if [[ $(id -u) == 0 ]]; then
       echo "Install it with: apt-get install -y $packages"
     else

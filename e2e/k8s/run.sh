@@ -160,8 +160,8 @@ fi
 load_image() {
   local tar=$1 ref=$2 out
   case $provider in
-    hostk8s) out=$(IMAGE=$ref IMAGE_ARCHIVE=$tar CONTAINERD_ADDRESS=$HOSTK8S_DIR/containerd/containerd.sock \
-      make --no-print-directory image-load) ;;
+    hostk8s) out=$(KIND_CLUSTER='' IMAGE=$ref IMAGE_ARCHIVE=$tar \
+      CONTAINERD_ADDRESS=$HOSTK8S_DIR/containerd/containerd.sock make --no-print-directory image-load) ;;
     kind) out=$(IMAGE=$ref IMAGE_ARCHIVE=$tar KIND_CLUSTER=$kind_cluster make --no-print-directory image-load) ;;
   esac || fail "make image-load of $ref"
   [[ $(sed -n 's/^IMAGE_REPOSITORY=//p' <<<"$out") == "${ref%:*}" ]] || fail "make image-load named $ref otherwise: $out"

@@ -19,8 +19,15 @@ interface Machine {
   docker?: string;
   busybox?: 'static' | 'dynamic';
   python3?: boolean;
-  /** A fake apt-get that records its arguments and fails. */
-  aptGet?: boolean;
+  /**
+   * A fake apt-get that records its arguments: `fails`, or `installs` (it puts the python3 this
+   * machine lacks on PATH).
+   */
+  aptGet?: 'fails' | 'installs';
+  /** The distribution packages buildx (a fake apt-cache that knows docker-buildx). */
+  buildxPackage?: boolean;
+  /** A docker client that reaches an engine and builds with BuildKit. */
+  dockerWorks?: boolean;
 }
 
 function imageLocal(machine: Machine, env: Record<string, string> = {}) {
@@ -39,9 +46,18 @@ function imageLocal(machine: Machine, env: Record<string, string> = {}) {
       `#!/bin/bash\nif [[ $1 == version ]]; then echo ${machine.docker}; exit 0; fi\nexit 1\n`,
     );
   }
+  if (machine.dockerWorks) writeExecutable(join(bin, 'docker'), '#!/bin/bash\nexit 0\n');
   if (machine.python3) writeExecutable(join(bin, 'python3'), '#!/bin/bash\n');
   const calls = join(dir, 'apt-get.calls');
-  if (machine.aptGet) writeExecutable(join(bin, 'apt-get'), `#!/bin/bash\necho "$*" >>${calls}\nexit 1\n`);
+  if (machine.aptGet === 'fails')
+    writeExecutable(join(bin, 'apt-get'), `#!/bin/bash\necho "$*" >>${calls}\nexit 1\n`);
+  if (machine.aptGet === 'installs')
+    writeExecutable(
+      join(bin, 'apt-get'),
+      `#!/bin/bash\necho "$*" >>${calls}\nprintf '#!/bin/bash\\n' >${join(bin, 'python3')}\nchmod +x ${join(bin, 'python3')}\n`,
+    );
+  if (machine.buildxPackage)
+    writeExecutable(join(bin, 'apt-cache'), '#!/bin/bash\n[[ $1 == show && $2 == docker-buildx ]]\n');
   let busybox = join(dir, 'no-busybox');
   if (machine.busybox === 'static') busybox = writeExecutable(join(dir, 'busybox'), '#!/bin/sh\n');
   if (machine.busybox === 'dynamic') busybox = '/bin/bash';
@@ -66,6 +82,26 @@ function imageLocal(machine: Machine, env: Record<string, string> = {}) {
 }
 
 describe('make image-local: what it needs from the machine', () => {
+  it('asks for buildx with the client where the distribution packages it separately', () => {
+    const run = imageLocal({ root: true, buildxPackage: true }, { IMAGE_INSTALL: '0' });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(
+      '  - a docker client that builds with BuildKit (Debian packages docker.io docker-buildx)',
+    );
+    expect(run.stderr).toContain(
+      'Install it with: apt-get install -y busybox-static docker-buildx docker.io python3',
+    );
+  });
+
+  it('as root, installs what is missing and goes on to the build', () => {
+    const run = imageLocal({ root: true, dockerWorks: true, busybox: 'static', aptGet: 'installs' });
+    expect(run.aptCalls).toEqual(['install -y -q --no-install-recommends python3']);
+    expect(run.stdout).toContain('installing what the build needs: python3');
+    expect(run.stderr).not.toContain('lacks');
+    // Past the check it reads the package version, which this scratch copy does not have.
+    expect(run.stderr).toContain('package.json');
+  });
+
   it('names everything missing at once, with the packages, and starts nothing', () => {
     const run = imageLocal({ root: true }, { IMAGE_INSTALL: '0' });
     expect(run.status).toBe(1);
@@ -75,7 +111,7 @@ describe('make image-local: what it needs from the machine', () => {
       expect.stringMatching(
         /^ {2}- a Docker engine: none answers at unix:\/\/.*no-docker\.sock.*\(Debian package docker\.io\)$/,
       ),
-      '  - a docker client (Debian package docker.io)',
+      '  - a docker client that builds with BuildKit (Debian package docker.io)',
       expect.stringMatching(
         /^ {2}- a statically linked busybox at .*no-busybox .*\(Debian package busybox-static\)$/,
       ),
@@ -103,7 +139,7 @@ describe('make image-local: what it needs from the machine', () => {
   });
 
   it('as root, installs all of it in one apt-get, and says where the log is when that fails', () => {
-    const run = imageLocal({ root: true, python3: true, busybox: 'static', aptGet: true });
+    const run = imageLocal({ root: true, python3: true, busybox: 'static', aptGet: 'fails' });
     expect(run.status).toBe(1);
     expect(run.stdout).toContain(
       'installing what the build needs: docker.io (apt-get; IMAGE_INSTALL=0 names it instead)',

@@ -61,7 +61,7 @@ PodDisruptionBudget, the Services, a PodMonitor) never takes a kept test pod for
 */}}
 {{- define "gateway.testLabels" -}}
 helm.sh/chart: {{ include "gateway.chart" . }}
-app.kubernetes.io/name: {{ include "gateway.name" . }}-test
+app.kubernetes.io/name: {{ include "gateway.name" . | trunc 58 | trimSuffix "-" }}-test
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{ include "gateway.releaseLabels" . }}
 app.kubernetes.io/component: test

@@ -93,7 +93,8 @@ export type KeyIndexBuild =
 
 /**
  * One accepted token: its digest, its identity, and the targets it opens. The result objects are
- * preallocated so a successful authentication allocates only the digest of the presented token.
+ * preallocated so a successful authentication allocates only the presented token's digest (its
+ * text, and its bytes for the comparison).
  */
 interface KeyRecord {
   readonly digest: Buffer;
@@ -214,7 +215,9 @@ function digestId(token: string): string {
 function recordOf(records: ReadonlyMap<string, KeyRecord>, token: string): KeyRecord | undefined {
   const id = digestId(token);
   const record = records.get(id);
-  return record !== undefined && timingSafeEqual(Buffer.from(id, 'base64'), record.digest) ? record : undefined;
+  return record !== undefined && timingSafeEqual(Buffer.from(id, 'base64'), record.digest)
+    ? record
+    : undefined;
 }
 
 /**
