@@ -35,28 +35,42 @@ export interface UnsupportedParamsResult {
 }
 
 const NO_MATCHES: readonly UnsupportedParamMatch[] = Object.freeze([]);
+const NOTHING_UNSUPPORTED: UnsupportedParamsResult = Object.freeze({ matches: NO_MATCHES, rejection: null });
+const CATALOG_NAMES: ReadonlySet<string> = new Set(UNSUPPORTED_PARAM_NAMES);
+const REFUSED_NAMES: ReadonlySet<string> = new Set(REFUSED_CHAT_PARAMS);
 
 /**
  * Matches come out in catalog (alphabetical) order, not body order, so the message and the metric
- * sequence do not depend on how a client happens to order its JSON keys.
+ * sequence do not depend on how a client happens to order its JSON keys. The body's few keys are
+ * walked, not the catalog's dozens of names: a body that sets none of them costs a lookup per key.
  */
 export function checkUnsupportedParams(
   body: Readonly<Record<string, unknown>>,
   rejectList: ReadonlySet<UnsupportedParamName> | readonly UnsupportedParamName[],
 ): UnsupportedParamsResult {
-  const rejectSet: ReadonlySet<UnsupportedParamName> = isSet(rejectList) ? rejectList : new Set(rejectList);
   let matches: UnsupportedParamMatch[] | undefined;
-  for (const name of UNSUPPORTED_PARAM_NAMES) {
-    if (!Object.hasOwn(body, name) || isParamAbsent(name, body[name])) continue;
+  let refusedSet = false;
+  let rejectSet: ReadonlySet<UnsupportedParamName> | undefined;
+  for (const key in body) {
+    if (!Object.hasOwn(body, key)) continue;
+    if (REFUSED_NAMES.has(key) && body[key] !== null && body[key] !== undefined) refusedSet = true;
+    if (!CATALOG_NAMES.has(key)) continue;
+    const name = key as UnsupportedParamName;
+    if (isParamAbsent(name, body[name])) continue;
+    rejectSet ??= isSet(rejectList) ? rejectList : new Set(rejectList);
     (matches ??= []).push({ name, rejected: rejectSet.has(name) });
   }
-  const found = matches ?? NO_MATCHES;
+  if (matches === undefined && !refusedSet) return NOTHING_UNSUPPORTED;
+  const found = matches === undefined ? NO_MATCHES : matches.sort(byName);
   const rejectedNames = found.filter((m) => m.rejected).map((m) => m.name);
   if (rejectedNames.length > 0)
     return { matches: found, rejection: unsupportedParamsRejection(rejectedNames) };
   const refused = findRefusedParam(body);
   return { matches: found, rejection: refused === null ? null : refusedParamRejection(refused) };
 }
+
+const byName = (a: UnsupportedParamMatch, b: UnsupportedParamMatch): number =>
+  a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 
 function isSet<T>(value: ReadonlySet<T> | readonly T[]): value is ReadonlySet<T> {
   return value instanceof Set;
