@@ -72,15 +72,26 @@ export function forwardRequestHeaders(
   return out;
 }
 
-/** Response headers from a provider that may reach the client. */
+/**
+ * The set of response header names not to pass on, the hop-by-hop fields plus `extra`: built once
+ * and passed to `forwardResponseHeaders`, so a response pays one set lookup per header, and its
+ * header object is never thinned with `delete` (which turns it into a slower dictionary for every
+ * write after it, Node's header writer included).
+ */
+export function responseHeaderDrop(extra: readonly string[]): ReadonlySet<string> {
+  return new Set([...HOP_BY_HOP, ...extra]);
+}
+
+/** Response headers from a provider that may reach the client: all but those in `drop`. */
 export function forwardResponseHeaders(
   headers: Record<string, string | string[] | undefined>,
+  drop: ReadonlySet<string> = HOP_BY_HOP,
 ): Record<string, string | string[]> {
   const listedRaw = headers.connection;
   const listed = typeof listedRaw === 'string' ? connectionListed({ connection: listedRaw }) : undefined;
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    if (drop.has(name) || listed?.has(name)) continue;
     const value = headers[name];
     if (value !== undefined) out[name] = value;
   }

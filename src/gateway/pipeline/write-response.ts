@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { BodyConsumer, UpstreamResponse } from '../http/upstream-exchange.js';
 import type { ErrorBody } from '../../lib/errors.js';
-import { forwardResponseHeaders, isEventStream, isJson } from '../http/headers.js';
+import { forwardResponseHeaders, isEventStream, isJson, responseHeaderDrop } from '../http/headers.js';
 import { ANTHROPIC_LIMIT_HEADER_NAMES, LIMIT_HEADER_NAMES } from '../limits/limit-headers.js';
 import { INVALID_UPSTREAM_STATUS, invalidUpstreamResponseEvent } from '../strict/index.js';
 import { anthropicErrorEvent, maskedAnthropicError } from '../anthropic/errors.js';
@@ -35,6 +35,20 @@ const ERROR_LOG_BYTES = 2_048;
  * (provider values already merged over the pool's). A transformed body drops the framing and
  * encoding headers of the original.
  */
+/** The provider headers a rewritten body cannot carry: its framing, encoding and validator. */
+const REWRITTEN_DROP = ['content-length', 'content-encoding', 'etag'];
+/**
+ * The provider headers a committed head leaves out, by what replaces them: bit 1 a rewritten body,
+ * bit 2 the gateway's own limit headers, bit 4 (with 2) an Anthropic client's limit headers too.
+ */
+const HEAD_DROP: readonly ReadonlySet<string>[] = Array.from({ length: 8 }, (_, bits) =>
+  responseHeaderDrop([
+    ...(bits & 1 ? REWRITTEN_DROP : []),
+    ...(bits & 2 ? LIMIT_HEADER_NAMES : []),
+    ...(bits & 4 ? ANTHROPIC_LIMIT_HEADER_NAMES : []),
+  ]),
+);
+
 /** What the gateway sends instead of the provider's body: its content type and length, when known. */
 export interface RewrittenBody {
   readonly contentType?: string;
@@ -55,16 +69,18 @@ export function writeCommittedHead(
   upstream: UpstreamHeaders | undefined,
   rewritten: RewrittenBody | undefined,
 ): void {
-  const headers: OutgoingHttpHeaders = upstream === undefined ? {} : forwardResponseHeaders(upstream);
+  const limitHeaders = ctx.limitHeaders;
+  // The client is told the gateway's limits, never half of them beside the provider's own (or
+  // beside configured ones); a rewritten body drops the provider's framing and validators.
+  const ownLimits = limitHeaders === undefined ? 0 : ctx.surface?.errorShape === 'anthropic' ? 6 : 2;
+  const drop = HEAD_DROP[(rewritten === undefined ? 0 : 1) | ownLimits]!;
+  const headers: OutgoingHttpHeaders = upstream === undefined ? {} : forwardResponseHeaders(upstream, drop);
   // The client gets the gateway's request id; the provider's own (which its support asks for) stays
   // readable under another name.
   const upstreamId = headers['x-request-id'];
   if (upstreamId !== undefined && upstreamId !== ctx.requestId) headers['x-upstream-request-id'] = upstreamId;
   headers['x-request-id'] = ctx.requestId;
   if (rewritten !== undefined) {
-    delete headers['content-length'];
-    delete headers['content-encoding'];
-    delete headers.etag;
     if (rewritten.contentType !== undefined) headers['content-type'] = rewritten.contentType;
     if (rewritten.length !== undefined) headers['content-length'] = rewritten.length;
   }
@@ -72,15 +88,9 @@ export function writeCommittedHead(
   if (attempt.mode.kind === 'translated' && ctx.translation!.dropped !== '')
     headers[TRANSLATION_DROPPED_HEADER] = ctx.translation!.dropped;
   // The provider entry's configured response headers, then the gateway's rate-limit headers.
-  for (const [name, value] of attempt.provider.responseHeaders) headers[name] = value;
-  const limitHeaders = ctx.limitHeaders;
-  if (limitHeaders !== undefined) {
-    // The client is told the gateway's limits, never half of them beside the provider's own.
-    for (const name of LIMIT_HEADER_NAMES) delete headers[name];
-    if (ctx.surface?.errorShape === 'anthropic')
-      for (const name of ANTHROPIC_LIMIT_HEADER_NAMES) delete headers[name];
-    Object.assign(headers, limitHeaders);
-  }
+  for (const [name, value] of attempt.provider.responseHeaders)
+    if (ownLimits === 0 || !HEAD_DROP[ownLimits]!.has(name)) headers[name] = value;
+  if (limitHeaders !== undefined) Object.assign(headers, limitHeaders);
   ctx.res.writeHead(status, headers);
 }
 
