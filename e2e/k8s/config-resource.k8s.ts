@@ -264,6 +264,15 @@ describe('configuration from the Kubernetes API', () => {
       invalid('e2e-pool-only', { url: 'http://127.0.0.1:8000/v1', strategy: 'priority' }),
     );
     expect(poolOnly).toContain('spec.targets[chat].strategy');
+    const rollingTimeZone = refusedApply(
+      invalid('e2e-rolling-time-zone', {
+        url: 'http://127.0.0.1:8000/v1',
+        pricing: { prompt_per_million: 1, completion_per_million: 2 },
+        budget: { amount: 5, window: '24h', time_zone: 'Europe/Berlin' },
+      }),
+    );
+    expect(rollingTimeZone).toContain('spec.targets[chat].budget.time_zone');
+    expect(rollingTimeZone).toContain('a rolling window has no time zone');
     expect(kubectl(['get', 'gwc', '-n', NS, '-o', 'name']).trim()).toBe(
       `gatewayconfig.llm-gateway.dev/${FULLNAME}`,
     );

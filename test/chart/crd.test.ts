@@ -136,6 +136,7 @@ describe('GatewayConfig CustomResourceDefinition', () => {
       true,
     );
     expect(messages.some((m) => m.includes('`base_ejection_ms`'))).toBe(true);
+    expect(messages.some((m) => m.includes('a rolling window has no time zone'))).toBe(true);
     expect(CROSS_FIELD_RULES.filter((r) => r.apiServer).length).toBeGreaterThan(0);
   });
 

@@ -1,6 +1,7 @@
 /** Rate, concurrency and token limits (spec 2.3), and spend budgets. */
 import { z } from 'zod';
 import { CALENDAR_UNITS, ROLLING_PATTERN, isTimeZone } from '../../limits/spend/window.js';
+import { kubernetesRules } from './fields.js';
 
 /** A calendar unit or a rolling duration, as one string (so the CRD can check it as one). */
 const WINDOW_PATTERN = new RegExp(`^(${CALENDAR_UNITS.join('|')})$|${ROLLING_PATTERN.source}`);
@@ -60,6 +61,8 @@ export const TokenLimitSchema = z
 /** Completion tokens a budget reserves for a request that sets no maximum, unless configured. */
 export const DEFAULT_BUDGET_MAX_TOKENS = 4096;
 
+const TIME_ZONE_SCOPE = '`time_zone` only applies to `hour`, `day`, `week` and `month`';
+
 export const BudgetSchema = z
   .strictObject({
     amount: z
@@ -99,10 +102,15 @@ export const BudgetSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['time_zone'],
-        message: `a rolling window (\`${budget.window}\`) has no time zone: \`time_zone\` only applies to \`hour\`, \`day\`, \`week\` and \`month\``,
+        message: `a rolling window (\`${budget.window}\`) has no time zone: ${TIME_ZONE_SCOPE}`,
       });
   })
   .meta({
+    ...kubernetesRules({
+      rule: `!has(self.time_zone) || self.window in [${CALENDAR_UNITS.map((unit) => `'${unit}'`).join(', ')}]`,
+      fieldPath: '.time_zone',
+      message: `a rolling window has no time zone: ${TIME_ZONE_SCOPE}`,
+    }),
     id: 'Budget',
     title: 'Spend budget',
     description:

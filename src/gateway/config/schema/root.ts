@@ -240,7 +240,7 @@ export const CROSS_FIELD_RULES: readonly CrossFieldRule[] = Object.freeze([
     text: 'A `budget` needs a price for every model it may be charged for: a target budget on each provider of the target; a key budget on each provider of every target that accepts the key; an account budget on each provider of every target that accepts one of its keys (`pricing` on the provider or on the pool).',
     apiServer: false,
   },
-  { text: 'A `budget` with a rolling `window` takes no `time_zone`.', apiServer: false },
+  { text: 'A `budget` with a rolling `window` takes no `time_zone`.', apiServer: true },
   {
     text: 'A secret reference has exactly one of `from_file` and `from_env`; its resolved value passes the checks of a literal in the same field (a `gateway_key` is a valid header value; a client key is non-empty and without whitespace).',
     apiServer: false,
