@@ -4,7 +4,14 @@
  *
  *   node bench/compare.ts --variant 'name=before;proxy=plain;bin=/tmp/before/bin/gateway.js' \
  *                         --variant 'name=after;proxy=plain' [--load closed|open|stream|paced|connections]
- *                         [--rounds 5] [--seconds 8] [--warmup 3] [--arrivals periodic|poisson]
+ *                         [--rounds 5] [--seconds 8] [--warmup 3] [--window-warmup 1]
+ *                         [--arrivals periodic|poisson]
+ *
+ * Every measured window follows `--window-warmup` seconds of the same load, unmeasured: a process
+ * left idle through the other variants' windows starts slower. Without it, with three variants, the
+ * middle one (never measured twice in a row) lost about a tenth: the plain gateway read 0.72x the
+ * floor in the middle and 0.86x at an end in two runs minutes apart; with it, 0.77x and 0.80x.
+ * `--warmup` is the longer warm-up of every variant before the first round.
  *
  * Loads: `closed` (32 connections), `open` (1,000 requests/s), `stream` (32 clients streaming
  * unpaced completions back to back), `paced` (100 streams/s, each paced 10 ms per event, as the
@@ -161,6 +168,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '3' },
+    'window-warmup': { type: 'string', default: '1' },
     arrivals: { type: 'string', default: 'periodic' },
   },
 });
@@ -240,11 +248,13 @@ try {
   };
 
   for (const target of targets) await measure(target, Number(values.warmup));
+  const windowWarmup = Number(values['window-warmup']);
   const windows = new Map<string, Window[]>(targets.map((t) => [t.name, []]));
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const target of order) {
       process.stderr.write(`round ${round + 1}/${rounds}: ${target.name}\n`);
+      if (windowWarmup > 0) await measure(target, windowWarmup);
       windows.get(target.name)!.push(await measure(target, seconds));
     }
   }
