@@ -17,6 +17,7 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import {
   KEEP,
   ROOT,
+  apps,
   baseValues,
   chat,
   clientEvent,
@@ -58,6 +59,8 @@ const values = baseValues();
 (values.config as Record<string, unknown>).source = 'resource';
 /** A client key written as a literal into config.spec: the chart moves it into its key Secret. */
 const KEY = 'sk-e2e-resource-team-r-5c1e07';
+/** A second literal key, added by a `helm upgrade` of config.spec. */
+const KEY_UPGRADED = 'sk-e2e-resource-team-u-9a41d2';
 values.config.spec.auth = { key_definitions: { 'team-r': { key: KEY } } };
 values.config.spec.targets.secured = {
   url: 'http://127.0.0.1:8000/v1',
@@ -639,6 +642,55 @@ describe('configuration from the Kubernetes API', () => {
         : undefined;
     });
     figure('RBAC removed', { named_after_s: namedS });
+  });
+
+  it('helm upgrade that changes config.spec changes the object and the key Secret, never the pods', async () => {
+    const podsBefore = (await gatewayPods(NS, RELEASE)).map((p) => p.metadata?.uid).sort();
+    const deploymentBefore = await apps.readNamespacedDeployment({ name: FULLNAME, namespace: NS });
+    const objectBefore = await readObject();
+    // A new open alias, and a second client key for the keyed one, written as a literal.
+    const upgraded = structuredClone(values);
+    upgraded.config.spec.targets.upgraded = { url: 'http://127.0.0.1:8000/v1', gateway_model: 'fast' };
+    upgraded.config.spec.auth = {
+      key_definitions: { 'team-r': { key: KEY }, 'team-u': { key: KEY_UPGRADED } },
+    };
+    upgraded.config.spec.targets.secured = {
+      ...(values.config.spec.targets.secured as Record<string, unknown>),
+      keys: ['team-r', 'team-u'],
+    };
+    const started = Date.now();
+    helmRelease('upgrade', RELEASE, NS, 'resource-spec-change', upgraded);
+    const object = await readObject();
+    expect(object.metadata.generation).toBeGreaterThan(objectBefore.metadata.generation);
+    expect(JSON.stringify(object.spec)).not.toContain(KEY_UPGRADED);
+    // The new key reaches the pods with the kubelet's sync of the Secret's volume; until then the
+    // gateway refuses that generation and keeps serving the last one. No pod is replaced meanwhile.
+    const pods = (await gatewayPods(NS, RELEASE)).map(podName);
+    const servedMs = await servedWithin(pods, 'upgraded', started, 180_000);
+    const keyed = await runClient<LoadSummary>(NS, {
+      mode: 'requests',
+      url: COMPLETIONS,
+      headers: { authorization: `Bearer ${KEY_UPGRADED}` },
+      bodies: [chat('secured', false)],
+      count: 2,
+      concurrency: 1,
+    });
+    expect(keyed).toMatchObject({ completed: 2, failed: 0 });
+    const after = await apps.readNamespacedDeployment({ name: FULLNAME, namespace: NS });
+    expect(after.metadata?.generation).toBe(deploymentBefore.metadata?.generation);
+    expect((await gatewayPods(NS, RELEASE)).map((p) => p.metadata?.uid).sort()).toEqual(podsBefore);
+    await waitFor('the status to say the new generation is accepted, 2/2', 60_000, async () => {
+      const o = await readObject();
+      return o.status?.observedGeneration === o.metadata.generation &&
+        condition(o, 'Accepted')?.status === 'True' &&
+        o.status?.serving === '2/2'
+        ? true
+        : undefined;
+    });
+    figure('helm upgrade of config.spec', {
+      served_by_every_replica_s: seconds(servedMs),
+      pods_replaced: 0,
+    });
   });
 
   it('a rolling restart with the object present: the new pods are ready and serve it', async () => {

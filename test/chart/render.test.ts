@@ -349,6 +349,20 @@ describe('configuration from the Kubernetes API (config.source resource)', () =>
     expect(deploymentOf(changed).template).toEqual(deploymentOf(resource()).template);
   });
 
+  it('a config.spec without literal keys keeps the key Secret mounted: adding the first key or removing the last never rolls the pods', () => {
+    const spec = (chat: Record<string, unknown>) => ({
+      config: { source: 'resource', spec: { targets: { chat: { url: 'http://vllm:8000/v1', ...chat } } } },
+    });
+    const keyless = render({ setJson: spec({}) });
+    const keyed = render({ setJson: spec({ gateway_key: 'sk-provider-example' }) });
+    expect(JSON.stringify(findObject(keyed, 'GatewayConfig')?.spec)).toContain('from_file');
+    expect(findObject(keyed, 'Secret', 'gateway-keys')).toMatchObject({ data: expect.any(Object) });
+    const empty = findObject(keyless, 'Secret', 'gateway-keys') as { data?: unknown } | undefined;
+    expect(empty).toBeDefined();
+    expect(empty?.data).toBeUndefined();
+    expect(deploymentOf(keyless).template).toEqual(deploymentOf(keyed).template);
+  });
+
   it('refuses config.rolloutOnChange and an external ConfigMap in resource mode', () => {
     const rollout = template({
       valuesFiles: RESOURCE_VALUES,

@@ -128,21 +128,23 @@ describe('resource mode', () => {
     expect(applies.some((c) => c.fieldManager === 'llm-gateway/gateway-0')).toBe(true);
   });
 
-  it('keeps the last good configuration when the process refuses a generation, and says why in the status', async () => {
+  it('keeps the last good configuration when the process refuses a generation, says why in the status, and applies it once its key file appears', async () => {
     api.apply(NS, NAME, targets('a'));
     const gateway = await startResourceGateway();
     await entryOf('gateway-0', (e) => e.servedGeneration === 1);
-    // A rule the API server cannot check (a key file that does not exist).
+    // A rule the API server cannot check: a key file that does not exist (yet: a key Secret's
+    // volume is synced by the kubelet later than the object reaches the gateway).
+    const keyFile = join(mkdtempSync(join(tmpdir(), 'gateway-resource-keys-')), 'provider-b');
     api.apply(NS, NAME, {
       targets: {
         a: { url: upstream.url },
-        b: { url: upstream.url, gateway_key: { from_file: '/nonexistent/key' } },
+        b: { url: upstream.url, gateway_key: { from_file: keyFile } },
       },
     });
     const refused = await entryOf('gateway-0', (e) => e.observedGeneration === 2);
     expect(refused).toMatchObject({ accepted: false, servedGeneration: 1 });
     expect(String(refused.message)).toContain('spec.targets.b.gateway_key');
-    expect(String(refused.message)).toContain('/nonexistent/key');
+    expect(String(refused.message)).toContain(keyFile);
     expect(await statusOf(gateway, 'a')).toBe(200);
     expect(await statusOf(gateway, 'b')).toBe(404);
     expect(await ready(gateway)).toBe(true);
@@ -155,6 +157,10 @@ describe('resource mode', () => {
       15_000,
       50,
     );
+    // The file appears: the same generation is applied, with no new object.
+    writeFileSync(keyFile, 'sk-provider-b\n');
+    expect(await entryOf('gateway-0', (e) => e.servedGeneration === 2)).toMatchObject({ accepted: true });
+    expect(await statusOf(gateway, 'b')).toBe(200);
   });
 
   it('is not ready while there is nothing to load, says why every 10 s, and is ready once a valid object appears', async () => {

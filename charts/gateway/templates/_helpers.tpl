@@ -290,6 +290,15 @@ without it the spec is unchanged and "data" says what stays literal (NOTES warns
 {{- end }}
 {{- end }}
 
+{{/*
+Whether the chart-managed key Secret exists and is mounted: when it holds keys, and always in
+resource mode with keys.moveToSecret, so that a config.spec change that adds the first literal key
+(or removes the last) changes the Secret and the object, never the pod template.
+*/}}
+{{- define "gateway.keySecretMounted" -}}
+{{- if or (include "gateway.keySecretData" . | fromJson) (and (include "gateway.resourceMode" .) .Values.keys.moveToSecret) }}true{{- end }}
+{{- end }}
+
 {{/* The GatewayConfig envelope written into the chart-managed ConfigMap. */}}
 {{- define "gateway.configDocument" -}}
 {{- $doc := dict
