@@ -179,6 +179,14 @@ describe('resource mode', () => {
     );
     expect(why.reason).toBe(`gatewayconfig ${NS}/${NAME} does not exist`);
     expect(await sourceUp(gateway)).toBe(0);
+    // ...and again 10 s later, for as long as nothing loads.
+    const again = await gateway.program.waitForLog(
+      (l) => l.msg === 'not ready: no configuration loaded yet' && l !== why,
+      15_000,
+    );
+    const gapMs = Date.parse(String(again.time)) - Date.parse(String(why.time));
+    expect(gapMs).toBeGreaterThanOrEqual(9_500);
+    expect(gapMs).toBeLessThanOrEqual(11_000);
 
     // An invalid first object keeps it unready, and the reason says so.
     api.apply(NS, NAME, {
