@@ -59,7 +59,7 @@ const values = baseValues();
 (values.config as Record<string, unknown>).source = 'resource';
 /** A client key written as a literal into config.spec: the chart moves it into its key Secret. */
 const KEY = 'sk-e2e-resource-team-r-5c1e07';
-/** A second literal key, added by a `helm upgrade` of config.spec. */
+/** A literal key added back by a `helm upgrade` of config.spec after the last one was removed. */
 const KEY_UPGRADED = 'sk-e2e-resource-team-u-9a41d2';
 values.config.spec.auth = { key_definitions: { 'team-r': { key: KEY } } };
 values.config.spec.targets.secured = {
@@ -235,7 +235,7 @@ describe('configuration from the Kubernetes API', () => {
     });
   });
 
-  it('the API server refuses a wrong type, an unknown field and a cross-field error, naming the field', () => {
+  it('the API server refuses a wrong type, an unknown field and cross-field errors, naming the field', () => {
     const providers = [
       { name: 'a', url: 'http://127.0.0.1:8000/v1' },
       { name: 'b', url: 'http://127.0.0.1:8000/v1' },
@@ -644,30 +644,44 @@ describe('configuration from the Kubernetes API', () => {
     figure('RBAC removed', { named_after_s: namedS });
   });
 
-  it('helm upgrade that changes config.spec changes the object and the key Secret, never the pods', async () => {
+  it('helm upgrade that removes the last literal key of config.spec, then adds one, changes the object and the key Secret, never the pods', async () => {
     const podsBefore = (await gatewayPods(NS, RELEASE)).map((p) => p.metadata?.uid).sort();
     const deploymentBefore = await apps.readNamespacedDeployment({ name: FULLNAME, namespace: NS });
-    const objectBefore = await readObject();
-    // A new open alias, and a second client key for the keyed one, written as a literal.
-    const upgraded = structuredClone(values);
-    upgraded.config.spec.targets.upgraded = { url: 'http://127.0.0.1:8000/v1', gateway_model: 'fast' };
-    upgraded.config.spec.auth = {
-      key_definitions: { 'team-r': { key: KEY }, 'team-u': { key: KEY_UPGRADED } },
-    };
-    upgraded.config.spec.targets.secured = {
-      ...(values.config.spec.targets.secured as Record<string, unknown>),
-      keys: ['team-r', 'team-u'],
-    };
-    const started = Date.now();
-    helmRelease('upgrade', RELEASE, NS, 'resource-spec-change', upgraded);
-    const object = await readObject();
-    expect(object.metadata.generation).toBeGreaterThan(objectBefore.metadata.generation);
-    expect(JSON.stringify(object.spec)).not.toContain(KEY_UPGRADED);
-    // The new key reaches the pods with the kubelet's sync of the Secret's volume; until then the
-    // gateway refuses that generation and keeps serving the last one. No pod is replaced meanwhile.
     const pods = (await gatewayPods(NS, RELEASE)).map(podName);
-    const servedMs = await servedWithin(pods, 'upgraded', started, 180_000);
-    const keyed = await runClient<LoadSummary>(NS, {
+    const unchangedPods = async (): Promise<void> => {
+      const deployment = await apps.readNamespacedDeployment({ name: FULLNAME, namespace: NS });
+      expect(deployment.metadata?.generation).toBe(deploymentBefore.metadata?.generation);
+      expect((await gatewayPods(NS, RELEASE)).map((p) => p.metadata?.uid).sort()).toEqual(podsBefore);
+    };
+
+    // No literal key left: the key Secret stays, empty, and stays mounted.
+    const keyless = structuredClone(values);
+    delete keyless.config.spec.auth;
+    delete keyless.config.spec.targets.secured;
+    keyless.config.spec.targets.keyless = { url: 'http://127.0.0.1:8000/v1', gateway_model: 'fast' };
+    const generationBefore = (await readObject()).metadata.generation;
+    let started = Date.now();
+    helmRelease('upgrade', RELEASE, NS, 'resource-keyless', keyless);
+    expect((await readObject()).metadata.generation).toBeGreaterThan(generationBefore);
+    const keylessMs = await servedWithin(pods, 'keyless', started, 60_000);
+    const secret = await core.readNamespacedSecret({ name: `${FULLNAME}-keys`, namespace: NS });
+    expect(Object.keys(secret.data ?? {})).toEqual([]);
+    await unchangedPods();
+
+    // The first literal key again: it reaches the pods with the kubelet's sync of the Secret's
+    // volume; until then the gateway refuses that generation and keeps serving the last one.
+    const keyed = structuredClone(keyless);
+    keyed.config.spec.auth = { key_definitions: { 'team-u': { key: KEY_UPGRADED } } };
+    keyed.config.spec.targets.upgraded = { url: 'http://127.0.0.1:8000/v1', gateway_model: 'fast' };
+    keyed.config.spec.targets.secured = {
+      ...(values.config.spec.targets.secured as Record<string, unknown>),
+      keys: ['team-u'],
+    };
+    started = Date.now();
+    helmRelease('upgrade', RELEASE, NS, 'resource-first-key', keyed);
+    expect(JSON.stringify((await readObject()).spec)).not.toContain(KEY_UPGRADED);
+    const firstKeyMs = await servedWithin(pods, 'upgraded', started, 180_000);
+    const served = await runClient<LoadSummary>(NS, {
       mode: 'requests',
       url: COMPLETIONS,
       headers: { authorization: `Bearer ${KEY_UPGRADED}` },
@@ -675,10 +689,8 @@ describe('configuration from the Kubernetes API', () => {
       count: 2,
       concurrency: 1,
     });
-    expect(keyed).toMatchObject({ completed: 2, failed: 0 });
-    const after = await apps.readNamespacedDeployment({ name: FULLNAME, namespace: NS });
-    expect(after.metadata?.generation).toBe(deploymentBefore.metadata?.generation);
-    expect((await gatewayPods(NS, RELEASE)).map((p) => p.metadata?.uid).sort()).toEqual(podsBefore);
+    expect(served).toMatchObject({ completed: 2, failed: 0 });
+    await unchangedPods();
     await waitFor('the status to say the new generation is accepted, 2/2', 60_000, async () => {
       const o = await readObject();
       return o.status?.observedGeneration === o.metadata.generation &&
@@ -688,7 +700,8 @@ describe('configuration from the Kubernetes API', () => {
         : undefined;
     });
     figure('helm upgrade of config.spec', {
-      served_by_every_replica_s: seconds(servedMs),
+      keyless_served_by_every_replica_s: seconds(keylessMs),
+      first_key_served_by_every_replica_s: seconds(firstKeyMs),
       pods_replaced: 0,
     });
   });
