@@ -7,11 +7,10 @@
  *                         [--rounds 5] [--seconds 8] [--warmup 3] [--window-warmup 1]
  *                         [--arrivals periodic|poisson]
  *
- * Every measured window follows `--window-warmup` seconds of the same load, unmeasured: a process
- * left idle through the other variants' windows starts slower. Without it, with three variants, the
- * middle one (never measured twice in a row) lost about a tenth: the plain gateway read 0.72x the
- * floor in the middle and 0.86x at an end in two runs minutes apart; with it, 0.77x and 0.80x.
- * `--warmup` is the longer warm-up of every variant before the first round.
+ * Every measured window, whatever the load, follows `--window-warmup` seconds of the same load,
+ * unmeasured: a process left idle through the other variants' windows starts slower, which would
+ * cost whichever variant is measured right after another one (docs/performance.md, "Profiles and
+ * before/after"). `--warmup` is the longer warm-up of every variant before the first round.
  *
  * Loads: `closed` (32 connections), `open` (1,000 requests/s), `stream` (32 clients streaming
  * unpaced completions back to back), `paced` (100 streams/s, each paced 10 ms per event, as the
@@ -247,8 +246,10 @@ try {
     };
   };
 
-  for (const target of targets) await measure(target, Number(values.warmup));
   const windowWarmup = Number(values['window-warmup']);
+  if (!(windowWarmup >= 0))
+    throw new Error(`--window-warmup is a number of seconds, not ${values['window-warmup']}`);
+  for (const target of targets) await measure(target, Number(values.warmup));
   const windows = new Map<string, Window[]>(targets.map((t) => [t.name, []]));
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? targets : [...targets].reverse();

@@ -337,8 +337,8 @@ async function measureClosed(plan: Plan, targets: readonly Target[], upstreamPid
     targets,
     'closed loop',
     async (target) => {
-      // A process left idle through the other targets' windows starts slower: unwarmed, a target
-      // measured right after another one lost about a tenth against one measured twice in a row.
+      // A process left idle through the other targets' windows starts slower, which would cost
+      // whichever target is measured right after another one (docs/performance.md).
       await closedLoop(target, upstreamPid, {
         connections: plan.connections,
         durationSeconds: plan.windowWarmupSeconds,

@@ -136,7 +136,26 @@ describe('GatewayConfig CustomResourceDefinition', () => {
       true,
     );
     expect(messages.some((m) => m.includes('`base_ejection_ms`'))).toBe(true);
-    expect(messages.some((m) => m.includes('a rolling window has no time zone'))).toBe(true);
+    // A rule on a shared definition lands at every place it is used: each budget here.
+    const at = (...path: string[]): Schema =>
+      path.reduce(
+        (node, key) =>
+          (key === '*'
+            ? node.additionalProperties
+            : (node.properties as Record<string, Schema>)[key]) as Schema,
+        specSchema().schema as Schema,
+      );
+    for (const budget of [
+      at('targets', '*', 'budget'),
+      at('auth', 'key_definitions', '*', 'budget'),
+      at('auth', 'accounts', '*', 'budget'),
+    ])
+      expect(budget['x-kubernetes-validations']).toEqual([
+        expect.objectContaining({
+          rule: "!has(self.time_zone) || self.window in ['hour', 'day', 'week', 'month']",
+          fieldPath: '.time_zone',
+        }),
+      ]);
     expect(CROSS_FIELD_RULES.filter((r) => r.apiServer).length).toBeGreaterThan(0);
   });
 

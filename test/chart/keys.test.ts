@@ -170,7 +170,7 @@ describe('keys.moveToSecret (default)', () => {
     expect(decode(fileOf(config.spec.targets.a.providers[0]!.gateway_key))).toBe('sk-two');
   });
 
-  it('no Secret and no mount when the configuration holds no literal key', () => {
+  it('in file mode, no Secret and no mount when the configuration holds no literal key', () => {
     const plain = render({ setJson: { config: { spec: { targets: { m: { url: 'http://x/v1' } } } } } });
     expect(findObject(plain, 'Secret', 'gateway-keys')).toBeUndefined();
     expect(podSpec(plain).volumes.map((v) => v.name)).not.toContain('keys');
@@ -187,7 +187,18 @@ describe('keys.moveToSecret off', () => {
     writeFileSync(values, JSON.stringify({ config: { spec }, keys: { moveToSecret: false } }));
     const notes = renderNotes([values]);
     expect(notes).toMatch(
-      /WARNING: 6 literal key\(s\) of config\.spec .* are written into\s+ConfigMap gateway/,
+      /WARNING: 6 literal key\(s\) of config\.spec .* are written into\s+the ConfigMap gateway, readable by anyone allowed to read ConfigMaps/,
+    );
+  });
+
+  it('in resource mode, the notes warn that the keys are in the GatewayConfig object', () => {
+    const values = join(scratch, 'literal-resource-values.yaml');
+    writeFileSync(
+      values,
+      JSON.stringify({ config: { source: 'resource', spec }, keys: { moveToSecret: false } }),
+    );
+    expect(renderNotes([values])).toMatch(
+      /are written into\s+the GatewayConfig gateway, readable by anyone allowed to read GatewayConfigs/,
     );
   });
 });

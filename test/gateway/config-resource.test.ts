@@ -182,7 +182,7 @@ describe('resource mode', () => {
     // ...and again 10 s later, for as long as nothing loads.
     const again = await gateway.program.waitForLog(
       (l) => l.msg === 'not ready: no configuration loaded yet' && l !== why,
-      15_000,
+      12_000,
     );
     const gapMs = Date.parse(String(again.time)) - Date.parse(String(why.time));
     expect(gapMs).toBeGreaterThanOrEqual(9_500);
@@ -199,7 +199,7 @@ describe('resource mode', () => {
     await until(() => ready(gateway), 5_000, 20);
     expect(await statusOf(gateway, 'a')).toBe(200);
     expect(await sourceUp(gateway)).toBe(1);
-  });
+  }, 60_000);
 
   it('keeps serving while the API server is gone, and picks up the edit made meanwhile once it is back', async () => {
     api.apply(NS, NAME, targets('a'));

@@ -61,7 +61,8 @@ export const TokenLimitSchema = z
 /** Completion tokens a budget reserves for a request that sets no maximum, unless configured. */
 export const DEFAULT_BUDGET_MAX_TOKENS = 4096;
 
-const TIME_ZONE_SCOPE = '`time_zone` only applies to `hour`, `day`, `week` and `month`';
+/** Why a rolling window takes no time zone, in the gateway's message and the CRD's alike. */
+const CALENDAR_ONLY_TIME_ZONE = '`time_zone` only applies to `hour`, `day`, `week` and `month`';
 
 export const BudgetSchema = z
   .strictObject({
@@ -102,14 +103,14 @@ export const BudgetSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['time_zone'],
-        message: `a rolling window (\`${budget.window}\`) has no time zone: ${TIME_ZONE_SCOPE}`,
+        message: `a rolling window (\`${budget.window}\`) has no time zone: ${CALENDAR_ONLY_TIME_ZONE}`,
       });
   })
   .meta({
     ...kubernetesRules({
       rule: `!has(self.time_zone) || self.window in [${CALENDAR_UNITS.map((unit) => `'${unit}'`).join(', ')}]`,
       fieldPath: '.time_zone',
-      message: `a rolling window has no time zone: ${TIME_ZONE_SCOPE}`,
+      message: `a rolling window has no time zone: ${CALENDAR_ONLY_TIME_ZONE}`,
     }),
     id: 'Budget',
     title: 'Spend budget',
