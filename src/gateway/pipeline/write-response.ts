@@ -30,11 +30,6 @@ const DONE_TOKEN = Buffer.from('[DONE]');
 /** Bytes of an upstream error body kept for the debug log (never forwarded to untrusted clients). */
 const ERROR_LOG_BYTES = 2_048;
 
-/**
- * The provider's headers minus hop-by-hop fields, with the configured `response_headers` on top
- * (provider values already merged over the pool's). A transformed body drops the framing and
- * encoding headers of the original.
- */
 /** The provider headers a rewritten body cannot carry: its framing, encoding and validator. */
 const REWRITTEN_DROP = ['content-length', 'content-encoding', 'etag'];
 /**
