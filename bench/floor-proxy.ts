@@ -8,6 +8,7 @@
  * per-request objects get promoted to the old generation, see docs/performance.md).
  * Hop-by-hop headers are dropped in both directions, as any correct proxy must, and a client that
  * leaves early has its upstream request aborted. No routing table, auth, limits, metrics or logging.
+ * `--spin-us N` burns N µs of CPU per request, to price a proxy's own time in the ratio.
  *
  * Run: `node bench/floor-proxy.ts --upstream http://127.0.0.1:PORT`; prints
  * `{"msg":"listening","listener":"proxy","port":N}`. Server timeouts match the gateway's defaults.
@@ -56,6 +57,10 @@ const { values } = parseArgs({
     // callbacks (what the gateway does). `request`: undici's request() convenience and its body
     // stream, sent back per `--stream-back` (`--abort-on-close` applies to it).
     client: { type: 'string', default: 'dispatch' },
+    // Microseconds of CPU burnt per request before it is forwarded (a busy loop, no allocation):
+    // a floor that does that much more work of its own, to measure what the ratio pays for a
+    // microsecond of a proxy's own time, the kernel's and the other processes' share included.
+    'spin-us': { type: 'string', default: '0' },
   },
 });
 if (!values.upstream) throw new Error('--upstream <origin> is required');
@@ -63,6 +68,13 @@ if (values.client !== 'dispatch' && values.client !== 'request') {
   throw new Error(`--client is dispatch or request, not ${values.client}`);
 }
 const abortAlways = values['abort-on-close'] === 'always';
+const spinMs = Number(values['spin-us']) / 1000;
+if (!(spinMs >= 0)) throw new Error(`--spin-us is a number of microseconds >= 0, not ${values['spin-us']}`);
+
+function spin(): void {
+  const until = performance.now() + spinMs;
+  while (performance.now() < until);
+}
 const streamBack = values['stream-back'] === 'pump' ? pump : pipelineBack;
 
 function pipelineBack(body: Readable, res: ServerResponse): void {
@@ -109,6 +121,7 @@ const server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 },
         return;
       }
     }
+    if (spinMs > 0) spin();
     const options = {
       path: req.url ?? '/',
       method: (req.method ?? 'GET') as Dispatcher.HttpMethod,

@@ -5,7 +5,7 @@
  *
  *   node bench/profile.ts --proxy plain|limits|pool|strict|floor [--load closed|open|stream|paced|reload|connections]
  *                         [--seconds 20] [--warmup 5] [--out DIR] [--top 30] [--proxy-node-args="..."]
- *                         [--mode cpu|gc|alloc] [--gc-log FILE] [--bin PATH]
+ *                         [--mode cpu|gc|alloc] [--gc-log FILE] [--bin PATH] [--args="..."]
  *
  * `--mode gc` runs the proxy with `--trace-gc-nvp` instead of the CPU profiler and reports, over the
  * measured window, how much it allocated per request, how much of that outlived two young-generation
@@ -30,6 +30,9 @@
  *
  * `--bin PATH` profiles another build's gateway (its `bin/gateway.js`), e.g. a worktree of an
  * earlier commit, for before/after figures.
+ *
+ * `--args="..."` adds program arguments to the proxy (space-separated), e.g. the floor's `--spin-us 10`
+ * or a gateway's `--access-log off`.
  *
  * `--proxy-node-args` replaces the shipped Node.js flags (bench/support/services.ts,
  * SHIPPED_NODE_ARGS); `--proxy-node-args=` profiles with Node's defaults.
@@ -83,6 +86,7 @@ const { values } = parseArgs({
     mode: { type: 'string', default: 'cpu' },
     'gc-log': { type: 'string' },
     bin: { type: 'string' },
+    args: { type: 'string' },
   },
 });
 const gcMode = values.mode === 'gc';
@@ -135,6 +139,7 @@ const nodeArgs = gcMode
     : ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${proxy}-${load}.cpuprofile`, ...extra];
 const spawnOptions = {
   nodeArgs,
+  args: values.args?.split(' ').filter((a) => a.length > 0) ?? [],
   onText: onGcLine,
   ...(values.bin ? { bin: values.bin } : {}),
 };

@@ -1,0 +1,186 @@
+/**
+ * What one access-log line costs, written two ways into the same destination, alternating rounds:
+ *
+ * - `shipped`: the gateway's access log (src/gateway/telemetry/access-log.ts): the line built by
+ *   hand in a fixed field order, copied into a pre-sized 256 KiB batch buffer, batches written
+ *   asynchronously;
+ * - `pino-child`: a pino child logger (`log: "access"` bound once) given the entry's fields as an
+ *   object, through pino's asynchronous destination with its defaults (it gathers lines while a
+ *   write is in flight; a larger `minLength` measured slower here: 4 KiB 1.4x, 64 KiB 3x).
+ *
+ * Every variant writes the same fields for the same entries (a realistic served request: ids,
+ * model, provider, token counts, cost, account, key, client address) to `--dest` (default
+ * /dev/null) and waits for its writes before the round ends. The figure is CPU time per line
+ * (`process.cpuUsage`, user + system, the thread pool's writes included), median over rounds. The
+ * loop lets the event loop turn every 32 lines, as requests finishing over time would.
+ *
+ *   node bench/access-log-cost.ts [--lines 200000] [--rounds 6] [--dest /dev/null]
+ */
+import { once } from 'node:events';
+import { setImmediate } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { accessLine, createAccessLog, type AccessLogEntry } from '../src/gateway/telemetry/access-log.ts';
+import { exitWithUsageIfAsked } from './support/usage.ts';
+
+exitWithUsageIfAsked(import.meta.url);
+
+const { values } = parseArgs({
+  options: {
+    lines: { type: 'string', default: '200000' },
+    rounds: { type: 'string', default: '6' },
+    dest: { type: 'string', default: '/dev/null' },
+  },
+});
+
+function positiveInteger(flag: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${flag} must be a positive integer, not ${raw}`);
+  return value;
+}
+const LINES = positiveInteger('lines', values.lines);
+const ROUNDS = positiveInteger('rounds', values.rounds);
+const DEST = values.dest;
+/**
+ * Lines written per turn of the event loop (a power of two, less one): a gateway finishes a few
+ * requests per turn, and a destination's write callbacks only run between turns.
+ */
+const TURN_MASK = 31;
+
+/** Entries that differ as real ones do (ids, durations, counts), made before any round. */
+const ENTRIES: AccessLogEntry[] = Array.from({ length: 1024 }, (_, i) => ({
+  requestId: `0f6c1a52-6a1e-4c2b-9a53-${String(100000000000 + i)}`,
+  method: 'POST',
+  path: '/v1/chat/completions',
+  model: 'chat',
+  provider: 'primary',
+  status: 200,
+  outcome: 'success',
+  attempts: 1,
+  durationMs: 1.37 + i / 1000,
+  ttftMs: null,
+  promptTokens: 24 + (i % 7),
+  completionTokens: 12 + (i % 11),
+  reasoningTokens: null,
+  cachedPromptTokens: null,
+  cacheWriteTokens: null,
+  cost: 0.000042,
+  account: 'team-a',
+  key: 'ci',
+  traffic: 'interactive',
+  traceId: null,
+  client: '127.0.0.1',
+}));
+
+const PINO_OPTIONS = { base: null, timestamp: pino.stdTimeFunctions.isoTime };
+
+/** The entry as the object a pino call takes (durations to a tenth, as the shipped line has them). */
+function pinoFields(e: AccessLogEntry): object {
+  return {
+    requestId: e.requestId,
+    method: e.method,
+    path: e.path,
+    model: e.model,
+    provider: e.provider,
+    status: e.status,
+    outcome: e.outcome,
+    attempts: e.attempts,
+    durationMs: Math.round(e.durationMs * 10) / 10,
+    ttftMs: e.ttftMs,
+    promptTokens: e.promptTokens,
+    completionTokens: e.completionTokens,
+    reasoningTokens: e.reasoningTokens,
+    cachedPromptTokens: e.cachedPromptTokens,
+    cacheWriteTokens: e.cacheWriteTokens,
+    cost: e.cost,
+    account: e.account,
+    key: e.key,
+    traffic: e.traffic,
+    traceId: e.traceId,
+    client: e.client,
+  };
+}
+
+/** Bytes of one pino line for `entry`, written to a stream that keeps it. */
+function pinoLineBytes(entry: AccessLogEntry): number {
+  let line = '';
+  pino(PINO_OPTIONS, { write: (text: string) => void (line = text) })
+    .child({ log: 'access' })
+    .info(pinoFields(entry), 'request finished');
+  return Buffer.byteLength(line);
+}
+
+interface Variant {
+  readonly name: string;
+  /** Writes `lines` entries and resolves once they are written out. */
+  run(lines: number): Promise<void>;
+}
+
+const shipped: Variant = {
+  name: 'shipped',
+  async run(lines) {
+    const log = createAccessLog(DEST)!;
+    for (let i = 0; i < lines; i++) {
+      log.write(ENTRIES[i & 1023]!);
+      if ((i & TURN_MASK) === TURN_MASK) await setImmediate();
+    }
+    await log.flush();
+  },
+};
+
+const pinoChild: Variant = {
+  name: 'pino-child',
+  async run(lines) {
+    const destination = pino.destination({ dest: DEST, sync: false });
+    await once(destination, 'ready');
+    const logger = pino(PINO_OPTIONS, destination).child({
+      log: 'access',
+    });
+    for (let i = 0; i < lines; i++) {
+      logger.info(pinoFields(ENTRIES[i & 1023]!), 'request finished');
+      if ((i & TURN_MASK) === TURN_MASK) await setImmediate();
+    }
+    // Ending the destination writes out what it buffers.
+    destination.end();
+    await once(destination, 'close');
+  },
+};
+
+/** CPU microseconds per line of one round of `variant`. */
+async function measure(variant: Variant): Promise<number> {
+  const before = process.cpuUsage();
+  await variant.run(LINES);
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / LINES;
+}
+
+const variants = [shipped, pinoChild];
+// One unmeasured round each: the first lines of any variant pay for compiling its code.
+for (const variant of variants) await variant.run(Math.min(LINES, 20_000));
+const perLine = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  const order = round % 2 === 0 ? variants : [...variants].reverse();
+  for (const variant of order) perLine.get(variant.name)!.push(await measure(variant));
+  process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`);
+}
+
+const median = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const base = median(perLine.get('shipped')!);
+process.stdout.write(
+  `| variant | CPU µs / line (median of ${ROUNDS} rounds of ${LINES} lines) | × shipped | line bytes |\n|---|---:|---:|---:|\n`,
+);
+const bytes = {
+  shipped: Buffer.byteLength(accessLine(ENTRIES[0]!)),
+  'pino-child': pinoLineBytes(ENTRIES[0]!),
+};
+for (const variant of variants) {
+  const us = median(perLine.get(variant.name)!);
+  process.stdout.write(
+    `| ${variant.name} | ${us.toFixed(2)} | ${(us / base).toFixed(2)} | ${bytes[variant.name as keyof typeof bytes]} |\n`,
+  );
+}
