@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../../bench/support/process.ts';
+
+function runScript(
+  script: string,
+  args: string[],
+): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [join(ROOT, script), ...args], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('bench/access-log-cost.ts', () => {
+  it('prices a line of the shipped writer and of a pino child logger, with their sizes', () => {
+    const { status, stdout, stderr } = runScript('bench/access-log-cost.ts', [
+      '--lines',
+      '3000',
+      '--rounds',
+      '2',
+    ]);
+    expect(stderr).toContain('round 2/2 done');
+    expect(status).toBe(0);
+    const shipped = /^\| shipped \| (\d+\.\d\d) \| 1\.00 \| (\d+) \|$/m.exec(stdout);
+    const pino = /^\| pino-child \| (\d+\.\d\d) \| (\d+\.\d\d) \| (\d+) \|$/m.exec(stdout);
+    expect(shipped, stdout).not.toBeNull();
+    expect(pino, stdout).not.toBeNull();
+    expect(Number(shipped![1])).toBeGreaterThan(0);
+    expect(Number(pino![1])).toBeGreaterThan(0);
+    // Both write one JSON line of the same fields: sizes within a few dozen bytes of each other.
+    expect(Math.abs(Number(shipped![2]) - Number(pino![3]))).toBeLessThan(64);
+  }, 60_000);
+
+  it('refuses a count that is not a positive integer, naming the flag', () => {
+    const { status, stderr } = runScript('bench/access-log-cost.ts', ['--lines', '0']);
+    expect(status).not.toBe(0);
+    expect(stderr).toContain('--lines must be a positive integer, not 0');
+  });
+});
+
+describe('bench/floor-proxy.ts --spin-us', () => {
+  it('refuses a negative or non-numeric value, naming the flag', () => {
+    for (const value of ['-3', 'fast']) {
+      const { status, stderr } = runScript('bench/floor-proxy.ts', [
+        '--upstream',
+        'http://127.0.0.1:9',
+        `--spin-us=${value}`,
+      ]);
+      expect(status).not.toBe(0);
+      expect(stderr).toContain(`--spin-us is a number of microseconds >= 0, not ${value}`);
+    }
+  });
+});
