@@ -5,8 +5,8 @@
  *   hand in a fixed field order, copied into a pre-sized 256 KiB batch buffer, batches written
  *   asynchronously;
  * - `pino-child`: a pino child logger (`log: "access"` bound once) given the entry's fields as an
- *   object, through pino's asynchronous destination with its defaults (it gathers lines while a
- *   write is in flight; a larger `minLength` measured slower here: 4 KiB 1.4x, 64 KiB 3x).
+ *   object, through pino's asynchronous destination (it gathers lines while a write is in
+ *   flight; `--pino-min-length` makes it gather that many bytes before writing).
  *
  * Every variant writes the same fields for the same entries (a realistic served request: ids,
  * model, provider, token counts, cost, account, key, client address) to `--dest` (default
@@ -14,13 +14,19 @@
  * (`process.cpuUsage`, user + system, the thread pool's writes included), median over rounds. The
  * loop lets the event loop turn every 32 lines, as requests finishing over time would.
  *
- *   node bench/access-log-cost.ts [--lines 200000] [--rounds 6] [--dest /dev/null]
+ *   node bench/access-log-cost.ts [--lines 200000] [--rounds 6] [--dest /dev/null] [--pino-min-length 0]
+ *
+ * `--dest` is a file path (appended to; a real file measures the disk too). `--pino-min-length`
+ * sets the pino destination's `minLength`, the bytes it gathers before a write (0: its default).
+ * A line the gateway's writer drops (more than 8 MiB queued for a slow destination) fails the run:
+ * it would have done less work than pino.
  */
 import { once } from 'node:events';
 import { setImmediate } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { accessLine, createAccessLog, type AccessLogEntry } from '../src/gateway/telemetry/access-log.ts';
+import { median } from './support/stats.ts';
 import { exitWithUsageIfAsked } from './support/usage.ts';
 
 exitWithUsageIfAsked(import.meta.url);
@@ -30,6 +36,7 @@ const { values } = parseArgs({
     lines: { type: 'string', default: '200000' },
     rounds: { type: 'string', default: '6' },
     dest: { type: 'string', default: '/dev/null' },
+    'pino-min-length': { type: 'string', default: '0' },
   },
 });
 
@@ -42,6 +49,11 @@ function positiveInteger(flag: string, raw: string): number {
 const LINES = positiveInteger('lines', values.lines);
 const ROUNDS = positiveInteger('rounds', values.rounds);
 const DEST = values.dest;
+if (DEST === '' || DEST === 'off' || DEST === 'stdout' || DEST === 'stderr')
+  throw new Error(`--dest is a file path (default /dev/null), not ${JSON.stringify(DEST)}`);
+const PINO_MIN_LENGTH = Number(values['pino-min-length']);
+if (!Number.isInteger(PINO_MIN_LENGTH) || PINO_MIN_LENGTH < 0)
+  throw new Error(`--pino-min-length is a number of bytes >= 0, not ${values['pino-min-length']}`);
 /**
  * Lines written per turn of the event loop (a power of two, less one): a gateway finishes a few
  * requests per turn, and a destination's write callbacks only run between turns.
@@ -117,12 +129,18 @@ interface Variant {
   run(lines: number): Promise<void>;
 }
 
+let droppedLines = 0;
+// One writer (one open file) for every round: `flush` writes out each round's lines.
+const shippedLog = createAccessLog(DEST, (lines) => {
+  droppedLines += lines;
+})!;
+
 const shipped: Variant = {
   name: 'shipped',
   async run(lines) {
-    const log = createAccessLog(DEST)!;
+    const log = shippedLog;
     for (let i = 0; i < lines; i++) {
-      log.write(ENTRIES[i & 1023]!);
+      log.write(ENTRIES[i % ENTRIES.length]!);
       if ((i & TURN_MASK) === TURN_MASK) await setImmediate();
     }
     await log.flush();
@@ -132,13 +150,20 @@ const shipped: Variant = {
 const pinoChild: Variant = {
   name: 'pino-child',
   async run(lines) {
-    const destination = pino.destination({ dest: DEST, sync: false });
+    const destination = pino.destination({
+      dest: DEST,
+      sync: false,
+      // sonic-boom requires minLength below maxWrite (16 KiB by default).
+      ...(PINO_MIN_LENGTH > 0
+        ? { minLength: PINO_MIN_LENGTH, maxWrite: Math.max(16_384, 2 * PINO_MIN_LENGTH) }
+        : {}),
+    });
     await once(destination, 'ready');
     const logger = pino(PINO_OPTIONS, destination).child({
       log: 'access',
     });
     for (let i = 0; i < lines; i++) {
-      logger.info(pinoFields(ENTRIES[i & 1023]!), 'request finished');
+      logger.info(pinoFields(ENTRIES[i % ENTRIES.length]!), 'request finished');
       if ((i & TURN_MASK) === TURN_MASK) await setImmediate();
     }
     // Ending the destination writes out what it buffers.
@@ -165,11 +190,11 @@ for (let round = 0; round < ROUNDS; round++) {
   process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`);
 }
 
-const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
+if (droppedLines > 0) {
+  throw new Error(
+    `the gateway's writer dropped ${droppedLines} lines: --dest cannot keep up, its figures are not comparable`,
+  );
+}
 const base = median(perLine.get('shipped')!);
 process.stdout.write(
   `| variant | CPU µs / line (median of ${ROUNDS} rounds of ${LINES} lines) | × shipped | line bytes |\n|---|---:|---:|---:|\n`,

@@ -68,8 +68,12 @@ if (values.client !== 'dispatch' && values.client !== 'request') {
   throw new Error(`--client is dispatch or request, not ${values.client}`);
 }
 const abortAlways = values['abort-on-close'] === 'always';
-const spinMs = Number(values['spin-us']) / 1000;
-if (!(spinMs >= 0)) throw new Error(`--spin-us is a number of microseconds >= 0, not ${values['spin-us']}`);
+/** The longest busy loop taken: a second per request is already no proxy at all. */
+const MAX_SPIN_US = 1_000_000;
+const spinUs = values['spin-us'].trim() === '' ? Number.NaN : Number(values['spin-us']);
+if (!Number.isFinite(spinUs) || spinUs < 0 || spinUs > MAX_SPIN_US)
+  throw new Error(`--spin-us is a number of microseconds from 0 to ${MAX_SPIN_US}, not ${values['spin-us']}`);
+const spinMs = spinUs / 1000;
 
 function spin(): void {
   const until = performance.now() + spinMs;

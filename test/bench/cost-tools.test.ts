@@ -34,23 +34,26 @@ describe('bench/access-log-cost.ts', () => {
     expect(Math.abs(Number(shipped![2]) - Number(pino![3]))).toBeLessThan(64);
   }, 60_000);
 
-  it('refuses a count that is not a positive integer, naming the flag', () => {
-    const { status, stderr } = runScript('bench/access-log-cost.ts', ['--lines', '0']);
-    expect(status).not.toBe(0);
-    expect(stderr).toContain('--lines must be a positive integer, not 0');
+  it('refuses a count that is not a positive integer, and a destination that is not a file, naming the flag', () => {
+    const lines = runScript('bench/access-log-cost.ts', ['--lines', '0']);
+    expect(lines.status).not.toBe(0);
+    expect(lines.stderr).toContain('--lines must be a positive integer, not 0');
+    const dest = runScript('bench/access-log-cost.ts', ['--dest', 'off']);
+    expect(dest.status).not.toBe(0);
+    expect(dest.stderr).toContain('--dest is a file path (default /dev/null), not "off"');
   });
 });
 
 describe('bench/floor-proxy.ts --spin-us', () => {
-  it('refuses a negative or non-numeric value, naming the flag', () => {
-    for (const value of ['-3', 'fast']) {
+  it('refuses a negative, endless or non-numeric value, naming the flag', () => {
+    for (const value of ['-3', 'fast', 'Infinity', '']) {
       const { status, stderr } = runScript('bench/floor-proxy.ts', [
         '--upstream',
         'http://127.0.0.1:9',
         `--spin-us=${value}`,
       ]);
       expect(status).not.toBe(0);
-      expect(stderr).toContain(`--spin-us is a number of microseconds >= 0, not ${value}`);
+      expect(stderr).toContain(`--spin-us is a number of microseconds from 0 to 1000000, not ${value}`);
     }
   });
 });
