@@ -57,6 +57,7 @@ import { stealSeconds } from './support/process.ts';
 import { fmt, machine, renderMachine } from './support/report.ts';
 import {
   SHIPPED_NODE_ARGS,
+  splitWords,
   startFloor,
   startGateway,
   startUpstream,
@@ -97,11 +98,7 @@ function parseVariant(text: string): Variant {
   if (!name) throw new Error(`variant without a name: ${text}`);
   if (proxy !== 'direct' && proxy !== 'floor' && !COMPARE_KINDS.includes(proxy))
     throw new Error(`unknown proxy ${proxy}`);
-  const words = (key: string): string[] =>
-    fields
-      .get(key)
-      ?.split(' ')
-      .filter((w) => w.length > 0) ?? [];
+  const words = (key: string): string[] => splitWords(fields.get(key) ?? '');
   const nodeArgs = fields.has('node') ? words('node') : [...SHIPPED_NODE_ARGS];
   const arrivals = fields.get('arrivals');
   return {

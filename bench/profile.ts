@@ -63,6 +63,7 @@ import {
 import { STREAM_CHUNKS } from './support/payloads.ts';
 import {
   SHIPPED_NODE_ARGS,
+  splitWords,
   startFloor,
   startGateway,
   startUpstream,
@@ -130,7 +131,8 @@ if (!['closed', 'open', 'stream', 'paced', 'reload', 'connections'].includes(loa
 if (load === 'reload' && proxy !== 'plain') throw new Error('--load reload profiles the plain gateway');
 const outDir = values.out ?? join(tmpdir(), `gateway-profile-${Date.now()}`);
 mkdirSync(outDir, { recursive: true });
-const extra = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [...SHIPPED_NODE_ARGS];
+const extra =
+  values['proxy-node-args'] === undefined ? [...SHIPPED_NODE_ARGS] : splitWords(values['proxy-node-args']);
 const SAMPLER = fileURLToPath(new URL('./support/alloc-sampler.ts', import.meta.url));
 const nodeArgs = gcMode
   ? ['--trace-gc-nvp', ...extra]
@@ -139,7 +141,7 @@ const nodeArgs = gcMode
     : ['--cpu-prof', `--cpu-prof-dir=${outDir}`, `--cpu-prof-name=${proxy}-${load}.cpuprofile`, ...extra];
 const spawnOptions = {
   nodeArgs,
-  args: values.args?.split(' ').filter((a) => a.length > 0) ?? [],
+  args: values.args === undefined ? [] : splitWords(values.args),
   onText: onGcLine,
   ...(values.bin ? { bin: values.bin } : {}),
 };

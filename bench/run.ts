@@ -71,6 +71,7 @@ import { HONO_NODE_SERVER_VERSION, ensurePortkey, startPortkey } from './support
 import { stealSeconds } from './support/process.ts';
 import {
   SHIPPED_NODE_ARGS,
+  splitWords,
   startFloor,
   startGateway,
   startUpstream,
@@ -779,9 +780,8 @@ async function main(): Promise<void> {
   }
   const plan: Plan = { ...(values.quick ? QUICK : FULL) };
   if (values['quiet-wait'] !== undefined) plan.quietWaitSeconds = Number(values['quiet-wait']);
-  const nodeArgs = values['proxy-node-args']?.split(' ').filter((a) => a.length > 0) ?? [
-    ...SHIPPED_NODE_ARGS,
-  ];
+  const nodeArgs =
+    values['proxy-node-args'] === undefined ? [...SHIPPED_NODE_ARGS] : splitWords(values['proxy-node-args']);
   const nodeArgsText = nodeArgs.length ? nodeArgs.join(' ') : 'Node.js default flags';
   const only = new Set<Section>(
     values.only ? (values.only.split(',').map((s) => s.trim()) as Section[]) : SECTIONS,

@@ -12,6 +12,11 @@ import { ROOT, spawnService, type LogLine, type Service } from './process.ts';
  */
 export const SHIPPED_NODE_ARGS: readonly string[] = ['--max-semi-space-size=16'];
 
+/** The space-separated words of a command-line value (node flags, program arguments). */
+export function splitWords(text: string): string[] {
+  return text.split(' ').filter((word) => word.length > 0);
+}
+
 /** The environment the image ships with besides `NODE_OPTIONS` (Dockerfile): one malloc arena. */
 export const SHIPPED_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' };
 
