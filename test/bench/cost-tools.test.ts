@@ -57,3 +57,20 @@ describe('bench/floor-proxy.ts --spin-us', () => {
     }
   });
 });
+
+describe('bench/profile.ts --args', () => {
+  it('hands its words to the profiled proxy: a floor given a bad --spin-us refuses to start', () => {
+    const { status, stderr } = runScript('bench/profile.ts', [
+      '--proxy',
+      'floor',
+      '--args=--client dispatch --spin-us=-1',
+      '--seconds',
+      '2',
+      '--warmup',
+      '1',
+    ]);
+    expect(status).not.toBe(0);
+    expect(stderr).toContain('floor exited (code 1) before the expected log line');
+    expect(stderr).toContain('--spin-us is a number of microseconds from 0 to 1000000, not -1');
+  });
+});
